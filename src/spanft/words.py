@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-import numpy as np
 from tokenizers.pre_tokenizers import BertPreTokenizer
 
 
@@ -31,28 +30,8 @@ class WordTokenizer:
         return [word for word, _ in _BERT_PRE_TOKENIZER.pre_tokenize_str(text)]
 
     def words_batch(self, texts: Sequence[str]) -> list[list[str]]:
-        """Words of many lines at once (one call into ``tokenizers`` for the whole batch).
-
-        Lines must not contain a newline; the result has one list per input line.
-        """
-        if self.pretokenized:
-            return [self.words(text) for text in texts]
-        if not texts:
-            return []
-        joined = "\n".join(texts)
-        if self.lowercase:
-            joined = joined.lower()
-        pieces = _BERT_PRE_TOKENIZER.pre_tokenize_str(joined)
-        if not pieces:
-            return [[] for _ in texts]
-        words, offsets = zip(*pieces)
-        starts = np.fromiter((start for start, _ in offsets), dtype=np.int64, count=len(offsets))
-        newlines = np.flatnonzero(np.frombuffer(joined.encode("utf-32-le"), dtype=np.uint32) == 10)
-        if len(newlines) != len(texts) - 1:
-            raise ValueError("words_batch: a line contains a newline character")
-        cuts = np.searchsorted(starts, newlines)
-        bounds = [0, *cuts.tolist(), len(words)]
-        return [list(words[bounds[i]: bounds[i + 1]]) for i in range(len(texts))]
+        """Words of many lines (one list per line)."""
+        return [self.words(text) for text in texts]
 
     def iter_words(self, texts: Iterable[str], batch_size: int = 2048) -> Iterable[list[str]]:
         """Stream ``words`` over an iterable of lines, batching the calls into ``tokenizers``."""
