@@ -24,6 +24,13 @@ def _handler(module: str, function: str) -> Callable[[argparse.Namespace], int |
     return run
 
 
+def _add_case_flags(p: argparse.ArgumentParser) -> None:
+    # --keep-case is the short form for users; --lowercase/--no-lowercase is what DVC writes when it
+    # unpacks the ``words`` params dict into a command line (.dvc/config: parsing.bool = boolean_optional).
+    p.add_argument("--keep-case", action="store_true", help="do not lower-case")
+    p.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None, help=argparse.SUPPRESS)
+
+
 def _add_corpus(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("corpus", help="write the training corpus (one paragraph a line)")
     p.add_argument("--source", choices=["synthetic", "hf", "local"], default="synthetic")
@@ -47,7 +54,7 @@ def _add_count_ngrams(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-n", type=int, default=5)
     p.add_argument("--min-count", type=int, default=10)
     p.add_argument("--pretokenized", action="store_true", help="split words on whitespace only")
-    p.add_argument("--keep-case", action="store_true", help="do not lower-case")
+    _add_case_flags(p)
     p.set_defaults(run=_handler("ngrams", "cli_count_ngrams"))
 
 
@@ -65,13 +72,105 @@ def _add_segment(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dict", dest="dict_path", default=None, help="dictionary file (ngram<TAB>count)")
     p.add_argument("--method", choices=["ngram", "random", "chunker"], default="ngram")
     p.add_argument("--pretokenized", action="store_true", help="split words on whitespace only")
-    p.add_argument("--keep-case", action="store_true", help="do not lower-case")
+    _add_case_flags(p)
     p.add_argument("--seed", type=int, default=0, help="random: seed")
     p.add_argument("--tagger", default=None, help="chunker: a trained tagger file (default: NLTK's pretrained tagger)")
     p.set_defaults(run=_handler("segmentation", "cli_segment"))
 
 
-COMMANDS = [_add_corpus, _add_count_ngrams, _add_build_dict, _add_segment]
+def _add_make_backbone(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("make-backbone", help="build the tiny local BERT backbone (WordPiece + small config + MLM)")
+    p.add_argument("--corpus", required=True, help="corpus text file, one paragraph a line")
+    p.add_argument("--out", required=True, help="model directory to write (from_pretrained loads it)")
+    p.add_argument("--vocab-size", type=int, default=8000)
+    p.add_argument("--hidden", type=int, default=128)
+    p.add_argument("--layers", type=int, default=2)
+    p.add_argument("--heads", type=int, default=2)
+    p.add_argument("--intermediate", type=int, default=512)
+    p.add_argument("--max-len", type=int, default=256, help="max_position_embeddings")
+    p.add_argument("--mlm-steps", type=int, default=300, help="MLM pre-training steps (0: random init)")
+    p.add_argument("--mlm-batch-size", type=int, default=32)
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(run=_handler("backbone", "cli_make_backbone"))
+
+
+def _add_finetune(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("finetune", help="fine-tune one backbone/variant/seed on a task (HF Trainer)")
+    p.add_argument("--task", required=True)
+    p.add_argument("--backbone", required=True, help="hub id or local model directory")
+    p.add_argument("--variant", required=True, help="baseline | sf | cnn-noseg | random-seg | chunker-seg")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--data", required=True, help="prepared (baseline, cnn-noseg) or segmented task directory")
+    p.add_argument("--out", required=True, help="run directory: metrics.json, predictions/<split>.tsv")
+    p.add_argument("--checkpoint-dir", default=None, help="per-epoch checkpoints (default: <out>.checkpoints)")
+    p.add_argument("--epochs", type=int, default=3)
+    p.add_argument("--lr", type=float, default=2e-5)
+    p.add_argument("--batch-size", type=int, default=32)
+    p.add_argument("--eval-batch-size", type=int, default=64)
+    p.add_argument("--max-seq-len", type=int, default=128)
+    p.add_argument("--max-spans", type=int, default=None, help="default: max-seq-len / 2")
+    p.add_argument("--max-span-len", type=int, default=16)
+    p.add_argument("--encoder", default=None, help="cnn-cnn (default) | cnn-max | attention-max | attention-attention")
+    p.add_argument("--head", default=None, help="concat (default) | span-only | cls-only")
+    p.add_argument("--cls-vector", default="hidden", help="hidden | pooler")
+    p.add_argument("--dropout", type=float, default=0.1, help="dropout before the classifier")
+    p.add_argument("--max-train-examples", type=int, default=None, help="keep the first N training examples")
+    p.add_argument("--max-eval-examples", type=int, default=None, help="keep the first N of each eval/test split")
+    p.set_defaults(run=_handler("train", "cli_finetune"))
+
+
+def _task_source_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("task", metavar="TASK", help="a registry task: cola sst2 mrpc stsb qqp mnli qnli rte wnli snli conll2003")
+    p.add_argument("--source", choices=["synthetic", "hf", "local"], default="synthetic")
+    p.add_argument("--data-dir", default=None, help="local: the directory holding the official files")
+    p.add_argument("--seed", type=int, default=0, help="synthetic: sampling seed")
+    p.add_argument("--language-seed", type=int, default=0, help="synthetic: SyntheticLanguage seed (= corpus seed)")
+    p.add_argument("--train-size", type=int, default=2000, help="synthetic: training examples")
+    p.add_argument("--eval-size", type=int, default=500, help="synthetic: examples per eval split")
+    p.add_argument("--test-size", type=int, default=500, help="synthetic: examples per test split")
+
+
+def _add_describe(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("describe", help="print a task's examples per split and labels as one JSON object")
+    _task_source_arguments(p)
+    p.set_defaults(run=_handler("task_data", "cli_describe"))
+
+
+def _add_prepare_task(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("prepare-task", help="normalise a task's data to <out>/<split>.parquet (words, labels)")
+    _task_source_arguments(p)
+    p.add_argument("--out", required=True, help="directory to write (replaced atomically)")
+    p.set_defaults(run=_handler("task_data", "cli_prepare_task"))
+
+
+def _add_submission(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("submission", help="zip GLUE leaderboard files from test prediction TSVs")
+    p.add_argument("--pred", action="extend", nargs="+", default=[], metavar="STEM=TSV",
+                   help="leaderboard stem (CoLA, MNLI-m, AX, ...) = predictions TSV (idx, gold, pred)")
+    p.add_argument("--out", required=True, help="zip file to write")
+    p.set_defaults(run=_handler("submission", "cli_submission"))
+
+
+def _add_segment_task(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("segment-task", help="add span columns to every <split>.parquet of a prepared task")
+    p.add_argument("in_dir", metavar="IN_DIR", help="prepared task directory (data/tasks/<task>)")
+    p.add_argument("--out", required=True, help="segmented task directory to write")
+    p.add_argument("--method", choices=["ngram", "random", "chunker"], default="ngram")
+    p.add_argument("--dict", dest="dict_path", default=None, help="dictionary file (ngram and random methods)")
+    p.add_argument("--seed", type=int, default=0, help="random: seed")
+    p.add_argument("--tagger", default=None, help="chunker: a trained tagger file (default: NLTK's pretrained tagger)")
+    _add_case_flags(p)
+    p.set_defaults(run=_handler("segmentation", "cli_segment_task"))
+    t = sub.add_parser("train-tagger", help="train NLTK's PerceptronTagger on word<TAB>tag sentences")
+    t.add_argument("tagged", metavar="TAGGED", help="tagged sentences (blank line between sentences)")
+    t.add_argument("--out", required=True, help="tagger file to write (JSON)")
+    t.add_argument("--iterations", type=int, default=5)
+    t.add_argument("--seed", type=int, default=0)
+    t.set_defaults(run=_handler("chunker", "cli_train_tagger"))
+
+
+COMMANDS = [_add_corpus, _add_count_ngrams, _add_build_dict, _add_segment, _add_make_backbone, _add_finetune,
+            _add_describe, _add_prepare_task, _add_submission, _add_segment_task]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -85,6 +184,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "lowercase", None) is not None:
+        args.keep_case = not args.lowercase
     logging.basicConfig(
         level=logging.WARNING if args.quiet else logging.INFO,
         format="spanft: %(message)s",

@@ -1,0 +1,104 @@
+"""Segmentation throughput (words/s) against word tokenization alone, measured in the same run, one core.
+
+A realistic dictionary: n-grams (2..5, min count 10, top ``--dict-size``) counted with ``spanft.ngrams``
+on a synthetic corpus (``spanft.corpus``); the text segmented is a second synthetic corpus with
+another seed, tokenized as the segment stages do (``WordTokenizer(lowercase=False)``; the segmenter
+lower-cases for matching itself).
+
+Usage: flock /tmp/spanft-bench.lock python benchmarks/bench_segment.py [--dict-tokens N] [--text-tokens N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import tempfile
+import time
+from pathlib import Path
+
+from spanft.corpus import write_synthetic_corpus
+from spanft.ngrams import count_ngrams, write_counts
+from spanft.dictionary import read_dictionary
+from spanft.segmentation import GreedySegmenter, RandomSegmenter
+from spanft.words import WordTokenizer
+
+
+def best_of(repeats: int, fn) -> float:
+    """The fastest of ``repeats`` wall-clock timings (the least disturbed by other processes)."""
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+    return min(times)
+
+
+def build_dictionary(work: Path, tokens: int, size: int) -> Path:
+    corpus = work / "dict_corpus.txt"
+    write_synthetic_corpus(corpus, tokens, seed=0)
+    counts = count_ngrams([corpus], min_count=10, workers=1, progress=False)
+    counts_path = work / "counts.txt"
+    write_counts(counts, counts_path)
+    dict_path = work / "dict.txt"
+    with open(counts_path, encoding="utf-8") as src, open(dict_path, "w", encoding="utf-8") as out:
+        for _, line in zip(range(size), src):
+            out.write(line)
+    return dict_path
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dict-tokens", type=int, default=5_000_000, help="corpus size the dictionary is counted on")
+    parser.add_argument("--dict-size", type=int, default=200_000)
+    parser.add_argument("--text-tokens", type=int, default=2_000_000, help="words of text to segment")
+    parser.add_argument("--batch", type=int, default=8192, help="sentences per segment_batch call")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        start = time.perf_counter()
+        dict_path = build_dictionary(work, args.dict_tokens, args.dict_size)
+        entries = len(read_dictionary(dict_path))
+        print(f"dictionary: {entries} entries counted on {args.dict_tokens:,} words ({time.perf_counter() - start:.1f} s)")
+        text = work / "text.txt"
+        write_synthetic_corpus(text, args.text_tokens, seed=1)
+        lines = text.read_text(encoding="utf-8").splitlines()
+
+        segmenter = _load(dict_path)
+    tokenizer = WordTokenizer(lowercase=False)
+    sentences = tokenizer.words_batch(lines)
+    words = sum(map(len, sentences))
+
+    batches = [sentences[i : i + args.batch] for i in range(0, len(sentences), args.batch)]
+    line_batches = [lines[i : i + args.batch] for i in range(0, len(lines), args.batch)]
+    tokenize_s = best_of(args.repeats, lambda: [tokenizer.words_batch(b) for b in line_batches])
+    flat_s = best_of(args.repeats, lambda: [segmenter.segment_flat(b) for b in batches])
+    lists_s = best_of(args.repeats, lambda: [segmenter.segment_batch(b) for b in batches])
+    random_s = best_of(1, lambda: [RandomSegmenter(segmenter, seed=0).segment_batch(b) for b in batches[:4]])
+    random_words = sum(len(s) for b in batches[:4] for s in b)
+    spans = sum(int(segmenter.segment_flat(b).counts().sum()) for b in batches)
+
+    print(f"machine: {platform.machine()}, {platform.processor() or platform.platform()}, pinned to one core")
+    print(f"text: {words:,} words in {len(sentences):,} lines")
+    print(f"mean words per span: {words / spans:.3f}")
+    print(f"tokenize (WordTokenizer.words)       : {words / tokenize_s / 1e6:6.2f} M words/s")
+    print(f"segment_flat (arrays)                : {words / flat_s / 1e6:6.2f} M words/s")
+    print(f"segment_batch (lists of span lengths): {words / lists_s / 1e6:6.2f} M words/s")
+    print(f"random segmenter                     : {random_words / random_s / 1e6:6.2f} M words/s")
+    print(f"segment_batch time / tokenize time   : {lists_s / tokenize_s:.2f}")
+    print(f"(tokenize + segment_batch) / tokenize: {(tokenize_s + lists_s) / tokenize_s:.2f}")
+
+
+def _load(dict_path: Path) -> GreedySegmenter:
+    start = time.perf_counter()
+    segmenter = GreedySegmenter.from_dictionary(dict_path, max_n=5, lowercase=True)
+    print(f"segmenter built in {time.perf_counter() - start:.2f} s")
+    return segmenter
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,121 @@
+"""GLUE leaderboard submission: test prediction TSVs -> ``CoLA.tsv ... AX.tsv`` zipped together.
+
+Each file is ``index<TAB>prediction`` with the leaderboard's label strings (the registry's ``raw_labels``:
+0/1 for CoLA, SST-2, MRPC, QQP, WNLI; entailment/not_entailment for QNLI, RTE; entailment/neutral/
+contradiction for MNLI-m, MNLI-mm, AX); STS-B scores are clipped to [0, 5] and written with 3 decimals.
+The input TSVs are the trainer's ``predictions/<split>.tsv`` (header ``idx<TAB>gold<TAB>pred``, label names).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+import zipfile
+from pathlib import Path
+from typing import Mapping
+
+from spanft.errors import SpanftError, where
+from spanft.fileio import atomic_path, read_text_lines
+from spanft.tasks import TaskSpec, submission_splits
+
+log = logging.getLogger("spanft")
+
+PREDICTION_HEADER = ["idx", "gold", "pred"]
+
+
+def leaderboard_stems() -> list[str]:
+    """Every GLUE leaderboard file stem, in registry order."""
+    return list(submission_splits())
+
+
+def read_predictions(path: str | Path, task: TaskSpec) -> list[tuple[int, str]]:
+    """``(index, leaderboard prediction string)`` per row of a predictions TSV."""
+    rows: list[tuple[int, str]] = []
+    seen: set[int] = set()
+    for number, line in read_text_lines(path, what="predictions TSV"):
+        fields = line.split("\t")
+        if number == 1:
+            if fields != PREDICTION_HEADER:
+                raise SpanftError(f"{where(path, 1)}: header must be {chr(9).join(PREDICTION_HEADER)!r}, found {line!r}")
+            continue
+        if not line:
+            continue
+        if len(fields) != 3:
+            raise SpanftError(f"{where(path, number)}: expected 3 tab-separated fields, found {len(fields)}")
+        try:
+            index = int(fields[0])
+        except ValueError:
+            raise SpanftError(f"{where(path, number)}: idx {fields[0]!r} is not an integer") from None
+        if index in seen:
+            raise SpanftError(f"{where(path, number)}: idx {index} appears twice")
+        seen.add(index)
+        rows.append((index, leaderboard_label(task, fields[2], where(path, number))))
+    if not rows:
+        raise SpanftError(f"{path}: no predictions")
+    return rows
+
+
+def leaderboard_label(task: TaskSpec, prediction: str, location: str) -> str:
+    """A predicted label name (or score) -> the string the GLUE leaderboard expects."""
+    if task.is_regression:
+        try:
+            score = float(prediction)
+        except ValueError:
+            raise SpanftError(f"{location}: prediction {prediction!r} is not a number") from None
+        if math.isnan(score):
+            raise SpanftError(f"{location}: prediction is NaN")
+        low, high = task.label_range
+        return f"{min(max(score, low), high):.3f}"
+    if prediction not in task.label_names:
+        raise SpanftError(f"{location}: prediction {prediction!r} is not one of {task.label_names}")
+    return task.raw_labels[task.label_names.index(prediction)]
+
+
+def write_glue_submission(predictions: Mapping[str, Path], out_zip: str | Path) -> list[str]:
+    """Zip one leaderboard file per stem in ``predictions``; return the stems written (sorted as the registry)."""
+    known = submission_splits()
+    unknown = [stem for stem in predictions if stem not in known]
+    if unknown:
+        raise SpanftError(f"unknown GLUE submission file(s) {unknown}; valid: {', '.join(known)}")
+    if not predictions:
+        raise SpanftError("no prediction files given (--pred STEM=TSV)")
+    stems = [stem for stem in known if stem in predictions]
+    with atomic_path(out_zip) as tmp:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+            for stem in stems:
+                task, _ = known[stem]
+                archive.writestr(f"{stem}.tsv", _leaderboard_file(predictions[stem], task))
+    missing = [stem for stem in known if stem not in predictions]
+    if missing:
+        log.warning("submission: %s lacks %s (the leaderboard needs every file)", out_zip, ", ".join(missing))
+    log.info("submission: wrote %s with %s", out_zip, ", ".join(f"{s}.tsv" for s in stems))
+    return stems
+
+
+def _leaderboard_file(path: Path, task: TaskSpec) -> str:
+    rows = read_predictions(path, task)
+    return "index\tprediction\n" + "".join(f"{index}\t{label}\n" for index, label in rows)
+
+
+def parse_pred_arguments(pairs: list[str]) -> dict[str, Path]:
+    """``STEM=TSV`` arguments -> {stem: path}; TSVs that do not exist are skipped with a warning."""
+    result: dict[str, Path] = {}
+    for pair in pairs:
+        stem, sep, path = pair.partition("=")
+        if not sep or not stem or not path:
+            raise SpanftError(f"--pred {pair!r}: expected STEM=TSV, e.g. CoLA=runs/cola/predictions/test.tsv")
+        if stem not in submission_splits():
+            raise SpanftError(f"--pred {pair!r}: unknown GLUE submission file {stem!r}; valid: {', '.join(submission_splits())}")
+        if stem in result:
+            raise SpanftError(f"--pred: {stem} given twice")
+        if not Path(path).is_file():
+            log.warning("submission: %s: no predictions file; %s.tsv skipped", path, stem)
+            continue
+        result[stem] = Path(path)
+    return result
+
+
+def cli_submission(args: argparse.Namespace) -> int:
+    write_glue_submission(parse_pred_arguments(args.pred), args.out)
+    return 0

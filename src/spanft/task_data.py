@@ -1,0 +1,444 @@
+"""Task data from three sources (hub, local official files, synthetic), normalised to one parquet schema.
+
+Prepared layout (``spanft prepare-task``): ``<out>/<split>.parquet`` per split with columns
+
+- ``idx`` int64: GLUE test files' ``index`` (the hub's ``idx``), else the row number in the source split
+  (SNLI: counting the rows without a gold label; CoNLL: the sentence number, ``-DOCSTART-`` not counted);
+- ``words_a`` (and ``words_b`` for pairs) list<string>: words in their original case, split with
+  ``WordTokenizer(lowercase=False)``; CoNLL keeps its own tokens;
+- ``label`` int64 (registry order, -1 unlabeled) or float64 for STS-B (NaN unlabeled); tagging tasks have
+  ``tags`` list<int64> (IOB2 ids; empty list unlabeled) instead.
+
+A missing local test file skips that split (a warning: no submission file for it); a missing train or
+validation file is an error. Rows dropped by rule (SNLI's "-" labels, blank lines) are counted in the log.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from spanft.errors import SpanftError, where
+from spanft.fileio import atomic_path, read_text_lines
+from spanft.tasks import SplitSpec, TaskSpec, get_task
+from spanft.words import WordTokenizer
+
+log = logging.getLogger("spanft")
+
+SOURCES = ("synthetic", "hf", "local")
+_WORDS = WordTokenizer(lowercase=False)
+
+
+@dataclass(frozen=True)
+class SyntheticSizes:
+    """Sizes of generated splits (params ``data.synthetic.*``); every eval/test split gets its own size."""
+
+    train: int = 2000
+    eval: int = 500
+    test: int = 500
+    seed: int = 0
+    language_seed: int = 0
+
+
+@dataclass
+class SplitColumns:
+    """Normalised examples of one split, column by column."""
+
+    task: TaskSpec
+    split: str
+    idx: list[int] = field(default_factory=list)
+    words_a: list[list[str]] = field(default_factory=list)
+    words_b: list[list[str]] = field(default_factory=list)
+    labels: list = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.idx)
+
+    def add(self, idx: int, words: Sequence[Sequence[str]], label, location: str) -> None:
+        """Append one example; ``words`` holds one word list per sentence; ``label`` is already an id/score/tag ids."""
+        for number, sentence in enumerate(words):
+            if not sentence:
+                raise SpanftError(f"{location}: sentence {number + 1} is empty")
+        self.idx.append(int(idx))
+        self.words_a.append(list(words[0]))
+        if self.task.is_pair:
+            self.words_b.append(list(words[1]))
+        self.labels.append(label)
+
+    def to_table(self) -> pa.Table:
+        columns = {"idx": pa.array(self.idx, pa.int64()), "words_a": pa.array(self.words_a, pa.list_(pa.string()))}
+        if self.task.is_pair:
+            columns["words_b"] = pa.array(self.words_b, pa.list_(pa.string()))
+        if self.task.is_tagging:
+            columns["tags"] = pa.array(self.labels, pa.list_(pa.int64()))
+        elif self.task.is_regression:
+            columns["label"] = pa.array(self.labels, pa.float64())
+        else:
+            columns["label"] = pa.array(self.labels, pa.int64())
+        return pa.table(columns)
+
+
+def unlabeled_value(task: TaskSpec):
+    """The label of an unlabeled example: -1, NaN (regression) or an empty tag list."""
+    if task.is_tagging:
+        return []
+    return math.nan if task.is_regression else -1
+
+
+# ---------------------------------------------------------------- labels shared by local and hub readers
+
+
+def parse_raw_label(task: TaskSpec, raw: str, location: str) -> int | float:
+    """A label as written in the official files (``0``/``1``, ``entailment``, a score) -> id or score."""
+    if task.is_regression:
+        try:
+            score = float(raw)
+        except ValueError:
+            raise SpanftError(f"{location}: score {raw!r} is not a number") from None
+        _check_score(task, score, location)
+        return score
+    if raw not in task.raw_labels:
+        raise SpanftError(f"{location}: label {raw!r} is not one of {list(task.raw_labels)}")
+    return task.raw_labels.index(raw)
+
+
+def _check_score(task: TaskSpec, score: float, location: str) -> None:
+    low, high = task.label_range or (-math.inf, math.inf)
+    if not (low <= score <= high):
+        raise SpanftError(f"{location}: score {score} is outside [{low}, {high}]")
+
+
+# ---------------------------------------------------------------- local official files
+
+
+def _find_local(task: TaskSpec, split: SplitSpec, data_dir: Path) -> Path | None:
+    for candidate in split.local_paths:
+        if (data_dir / candidate).is_file():
+            return data_dir / candidate
+    return None
+
+
+def _read_glue_tsv(task: TaskSpec, split: SplitSpec, path: Path, out: SplitColumns) -> None:
+    """A GLUE TSV as the classic download script unpacks it: split on tabs, no quoting, BOM stripped."""
+    cols = split.local_columns
+    expected = cols.fields
+    row = 0
+    blank = 0
+    for number, line in read_text_lines(path, what=f"{task.name} {split.name} file"):
+        if number == 1 and cols.header:
+            expected = expected or len(line.split("\t"))
+            continue
+        if not line.strip():
+            blank += 1
+            continue
+        location = where(path, number)
+        fields = line.split("\t")
+        if len(fields) != expected:
+            raise SpanftError(f"{location}: expected {expected} tab-separated fields, found {len(fields)}")
+        idx = _parse_index(fields[cols.idx_col], location) if cols.idx_col is not None else row
+        label = parse_raw_label(task, fields[cols.label_col], location) if split.labeled else unlabeled_value(task)
+        out.add(idx, [_WORDS.words(fields[c]) for c in cols.text_cols], label, location)
+        row += 1
+    if blank:
+        log.info("%s: skipped %d blank line(s)", path, blank)
+
+
+def _parse_index(raw: str, location: str) -> int:
+    try:
+        return int(raw)
+    except ValueError:
+        raise SpanftError(f"{location}: index {raw!r} is not an integer") from None
+
+
+def _read_snli_jsonl(task: TaskSpec, split: SplitSpec, path: Path, out: SplitColumns) -> None:
+    """SNLI's jsonl: sentence1, sentence2, gold_label; rows whose gold_label is "-" are dropped and counted."""
+    dropped = 0
+    row = 0
+    for number, line in read_text_lines(path, what=f"{task.name} {split.name} file"):
+        if not line.strip():
+            continue
+        location = where(path, number)
+        try:
+            record = json.loads(line)
+            texts = [record["sentence1"], record["sentence2"]]
+            raw = record["gold_label"]
+        except json.JSONDecodeError as exc:
+            raise SpanftError(f"{location}: not valid JSON ({exc.msg})") from None
+        except (KeyError, TypeError) as exc:
+            raise SpanftError(f"{location}: missing field {exc}") from None
+        if raw == task.local_dropped_label:
+            dropped += 1
+        else:
+            out.add(row, [_WORDS.words(str(t)) for t in texts], parse_raw_label(task, raw, location), location)
+        row += 1
+    if dropped:
+        log.info("%s: dropped %d example(s) without a gold label (%r)", path, dropped, task.local_dropped_label)
+
+
+_TAG = re.compile(r"^(O|[BI]-(PER|LOC|ORG|MISC))$")
+
+
+def _read_conll(task: TaskSpec, split: SplitSpec, path: Path, out: SplitColumns) -> None:
+    """CoNLL-2003 columns (token first, NER tag last); IOB1 files are detected and rewritten as IOB2."""
+    sentences = list(_conll_sentences(path))
+    converted = 0
+    for number, (line, tokens, tags) in enumerate(sentences):
+        iob2 = to_iob2(tags)
+        converted += iob2 != tags
+        out.add(number, [tokens], [task.label_names.index(t) for t in iob2], where(path, line))
+    if converted:
+        log.info("%s: IOB1 tags detected; %d of %d sentences rewritten as IOB2", path, converted, len(sentences))
+
+
+def _conll_sentences(path: Path) -> Iterator[tuple[int, list[str], list[str]]]:
+    """Yield (first line number, tokens, tags) per sentence, skipping -DOCSTART- lines."""
+    expected = None
+    tokens, tags, start = [], [], 0
+    for number, line in read_text_lines(path, what="CoNLL-2003 file"):
+        fields = line.split()
+        if not fields or fields[0] == "-DOCSTART-":
+            if tokens:
+                yield start, tokens, tags
+            tokens, tags = [], []
+            continue
+        expected = expected or len(fields)
+        if len(fields) != expected or expected < 2:
+            raise SpanftError(f"{where(path, number)}: expected {expected} columns (token ... tag), found {len(fields)}")
+        if not _TAG.match(fields[-1]):
+            raise SpanftError(f"{where(path, number)}: NER tag {fields[-1]!r} is not O or [BI]-PER/LOC/ORG/MISC")
+        if not tokens:
+            start = number
+        tokens.append(fields[0])
+        tags.append(fields[-1])
+    if tokens:
+        yield start, tokens, tags
+
+
+def to_iob2(tags: Sequence[str]) -> list[str]:
+    """Rewrite IOB1 tags as IOB2: an ``I-X`` that starts an entity becomes ``B-X``. IOB2 input is unchanged."""
+    result = []
+    previous = "O"
+    for tag in tags:
+        if tag.startswith("I-") and previous[2:] != tag[2:]:
+            tag = "B-" + tag[2:]
+        result.append(tag)
+        previous = tag
+    return result
+
+
+_LOCAL_READERS = {"glue_tsv": _read_glue_tsv, "snli_jsonl": _read_snli_jsonl, "conll": _read_conll}
+
+
+def iter_local(task: TaskSpec, data_dir: str | Path) -> Iterator[tuple[str, SplitColumns]]:
+    """``(split, examples)`` from the official files under ``data_dir``, one split at a time.
+
+    Every file is located before any is read, so a missing train/validation file fails at once;
+    a missing test file skips that split with a warning.
+    """
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise SpanftError(f"{data_dir}: data directory not found (--data-dir / params data.dir)")
+    paths = {}
+    for name in task.all_splits:
+        split = task.splits[name]
+        path = _find_local(task, split, data_dir)
+        if path is None:
+            looked = ", ".join(str(data_dir / p) for p in split.local_paths)
+            if name in task.test_splits:
+                log.warning("%s %s: no file (looked for %s); its submission file is skipped", task.name, name, looked)
+                continue
+            raise SpanftError(f"{data_dir / split.local_paths[0]}: {task.name} {name} file not found (looked for {looked})")
+        paths[name] = path
+    for name, path in paths.items():
+        columns = SplitColumns(task, name)
+        _LOCAL_READERS[task.local_format](task, task.splits[name], path, columns)
+        yield name, columns
+
+
+def read_local(task: TaskSpec, data_dir: str | Path) -> dict[str, SplitColumns]:
+    """Every split of ``task`` from the official files under ``data_dir`` (missing test splits skipped)."""
+    return dict(iter_local(task, data_dir))
+
+
+# ---------------------------------------------------------------- the Hugging Face Hub
+
+
+def iter_hub(task: TaskSpec) -> Iterator[tuple[str, SplitColumns]]:
+    """``(split, examples)`` from the Hub (needs network; the error says how to use local files instead)."""
+    for name in task.all_splits:
+        yield name, _read_hub_split(task, task.splits[name])
+
+
+def _load_hub_split(task: TaskSpec, split: SplitSpec):
+    import datasets
+
+    config = split.hub_config or task.hub_config
+    try:
+        return datasets.load_dataset(task.hub_id, config, split=split.hub_split, revision=task.hub_revision)
+    except Exception as exc:  # network, missing repo, auth: all end the same way for the user
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        raise SpanftError(
+            f"source hf: cannot load {task.hub_id} (config {config}, split {split.hub_split}) from the Hugging Face "
+            f"Hub ({type(exc).__name__}: {reason}); without network use the official files: --source local "
+            f"--data-dir DIR (params data.source: local, data.dir), layouts in the README"
+        ) from None
+
+
+def _hub_label_names(ds, column: str) -> list[str] | None:
+    feature = ds.features.get(column)
+    feature = getattr(feature, "feature", feature)  # a sequence of ClassLabel (NER tags)
+    return list(getattr(feature, "names", None) or []) or None
+
+
+def _read_hub_split(task: TaskSpec, split: SplitSpec) -> SplitColumns:
+    ds = _load_hub_split(task, split)
+    origin = f"{task.hub_id}/{split.hub_config or task.hub_config or ''} {split.hub_split}"
+    missing = [c for c in (*task.hub_text_columns, task.hub_label_column) if c not in ds.column_names]
+    if missing:
+        raise SpanftError(f"{origin}: columns {missing} not found (has {ds.column_names})")
+    id_map = _hub_label_map(task, _hub_label_names(ds, task.hub_label_column), origin)
+    texts = [list(ds[c]) for c in task.hub_text_columns]
+    labels = list(ds[task.hub_label_column])
+    ids = list(ds["idx"]) if "idx" in ds.column_names else range(len(ds))
+    out = SplitColumns(task, split.name)
+    dropped = 0
+    for row, idx in enumerate(ids):
+        location = f"{origin} row {row}"
+        label = labels[row]
+        if task.hub_dropped_label is not None and label == task.hub_dropped_label:
+            dropped += 1
+            continue
+        if task.is_tagging:
+            out.add(idx, [list(texts[0][row])], _hub_tags(task, label, id_map, location, split.labeled), location)
+        else:
+            words = [_WORDS.words(column[row] or "") for column in texts]
+            out.add(idx, words, _hub_label(task, label, id_map, location, split.labeled), location)
+    if dropped:
+        log.info("%s: dropped %d example(s) with label %d (no gold label)", origin, dropped, task.hub_dropped_label)
+    return out
+
+
+def _hub_label_map(task: TaskSpec, hub_names: list[str] | None, origin: str) -> list[int] | None:
+    """Hub class id -> registry id, matched by name; None when the hub gives no names (ids used as they are)."""
+    if hub_names is None or task.label_names is None:
+        return None
+    unknown = [n for n in hub_names if n not in task.label_names]
+    if unknown:
+        raise SpanftError(f"{origin}: hub labels {unknown} are not in the registry's {task.label_names}")
+    return [task.label_names.index(n) for n in hub_names]
+
+
+def _hub_label(task: TaskSpec, label, id_map, location: str, labeled: bool):
+    if not labeled or label is None or (not task.is_regression and label == -1):
+        return unlabeled_value(task)
+    if task.is_regression:
+        score = float(label)
+        if math.isnan(score):
+            return score
+        _check_score(task, score, location)
+        return score
+    return _map_id(task, int(label), id_map, location)
+
+
+def _hub_tags(task: TaskSpec, tags, id_map, location: str, labeled: bool) -> list[int]:
+    return [_map_id(task, int(t), id_map, location) for t in tags] if labeled else []
+
+
+def _map_id(task: TaskSpec, label: int, id_map, location: str) -> int:
+    size = len(id_map) if id_map is not None else task.num_labels
+    if not 0 <= label < size:
+        raise SpanftError(f"{location}: label {label} is outside 0..{size - 1}")
+    return id_map[label] if id_map is not None else label
+
+
+# ---------------------------------------------------------------- one entry point for the three sources
+
+
+def iter_task(
+    task: TaskSpec | str,
+    source: str = "synthetic",
+    data_dir: str | Path | None = None,
+    sizes: SyntheticSizes | None = None,
+) -> Iterator[tuple[str, SplitColumns]]:
+    """``(split, examples)`` of a task from ``source`` (``synthetic``, ``hf`` or ``local``), split by split."""
+    task = get_task(task) if isinstance(task, str) else task
+    if source == "local":
+        if data_dir is None:
+            raise SpanftError("source local needs --data-dir (params data.dir): the directory of the official files")
+        return iter_local(task, data_dir)
+    if source == "hf":
+        return iter_hub(task)
+    if source == "synthetic":
+        from spanft.synthetic_tasks import iter_synthetic
+
+        return iter_synthetic(task, sizes or SyntheticSizes())
+    raise SpanftError(f"unknown source {source!r}; valid sources: {', '.join(SOURCES)}")
+
+
+def load_task(
+    task: TaskSpec | str,
+    source: str = "synthetic",
+    data_dir: str | Path | None = None,
+    sizes: SyntheticSizes | None = None,
+) -> dict[str, SplitColumns]:
+    """Every split of a task from ``source``, in memory (see :func:`iter_task`)."""
+    return dict(iter_task(task, source, data_dir, sizes))
+
+
+def write_prepared(splits: Mapping[str, SplitColumns] | Iterable[tuple[str, SplitColumns]], out_dir: str | Path) -> None:
+    """Write ``<out_dir>/<split>.parquet`` for every split; the directory appears whole or not at all.
+
+    Given an iterator (:func:`iter_task`), only one split is held in memory at a time.
+    """
+    items = splits.items() if isinstance(splits, Mapping) else splits
+    with atomic_path(out_dir) as tmp:
+        tmp.mkdir(parents=True)
+        for name, columns in items:
+            pq.write_table(columns.to_table(), tmp / f"{name}.parquet")
+            log.info("%s: %d examples", Path(out_dir) / f"{name}.parquet", len(columns))
+
+
+def read_prepared(path: str | Path):
+    """One prepared (or segmented) split as a pandas DataFrame; a one-line error when the file is missing."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpanftError(f"{path}: prepared split not found (run `spanft prepare-task` / `dvc repro`)")
+    return pq.read_table(path).to_pandas()
+
+
+def describe(task: TaskSpec, splits: Mapping[str, SplitColumns] | Iterable[tuple[str, SplitColumns]]) -> dict:
+    """The JSON summary of ``spanft describe``: examples per split, label names (null for regression)."""
+    items = splits.items() if isinstance(splits, Mapping) else splits
+    return {"task": task.name, "splits": {name: len(columns) for name, columns in items}, "labels": task.label_names}
+
+
+# ---------------------------------------------------------------- CLI handlers
+
+
+def _sizes(args: argparse.Namespace) -> SyntheticSizes:
+    for name in ("train_size", "eval_size", "test_size"):
+        if getattr(args, name) <= 0:
+            raise SpanftError(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
+    return SyntheticSizes(args.train_size, args.eval_size, args.test_size, args.seed, args.language_seed)
+
+
+def cli_describe(args: argparse.Namespace) -> int:
+    task = get_task(args.task)
+    print(json.dumps(describe(task, iter_task(task, args.source, args.data_dir, _sizes(args)))))
+    return 0
+
+
+def cli_prepare_task(args: argparse.Namespace) -> int:
+    task = get_task(args.task)
+    write_prepared(iter_task(task, args.source, args.data_dir, _sizes(args)), args.out)
+    return 0
+

@@ -1,0 +1,208 @@
+"""Synthetic stand-ins: exact schema, determinism, label rules checked by independent oracles, learnability."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import pearsonr
+from sklearn.feature_extraction.text import CountVectorizer
+from sklearn.linear_model import LogisticRegression, Ridge
+
+from spanft.cli import main
+from spanft.synthetic_tasks import Lexicon, generate_split, synthetic_language
+from spanft.task_data import SyntheticSizes, load_task
+from spanft.tasks import TASKS, get_task
+
+SMALL = SyntheticSizes(train=60, eval=30, test=20)
+
+
+@pytest.fixture(scope="module")
+def lex() -> Lexicon:
+    return Lexicon(synthetic_language(0))
+
+
+@pytest.mark.parametrize("name", list(TASKS))
+def test_schema_splits_sizes_and_labels(name):
+    task = get_task(name)
+    data = load_task(task, "synthetic", sizes=SMALL)
+    assert list(data) == task.all_splits
+    for split, columns in data.items():
+        expected = SMALL.train if split == task.train_split else SMALL.eval if split in task.eval_splits else SMALL.test
+        assert len(columns) == expected and sorted(columns.idx) == list(range(expected))
+        assert all(words for words in columns.words_a)
+        assert bool(columns.words_b) == task.is_pair and all(w for w in columns.words_b)
+        labeled = task.splits[split].labeled
+        for words, label in zip(columns.words_a, columns.labels):
+            if task.is_tagging:
+                assert len(label) == len(words) and all(0 <= t < task.num_labels for t in label)
+            elif task.is_regression:
+                assert (0.0 <= label <= 5.0) if labeled else math.isnan(label)
+            else:
+                assert (0 <= label < task.num_labels) if labeled else label == -1
+
+
+def test_unlabeled_test_splits_exist_for_every_glue_task():
+    for task in TASKS.values():
+        if task.hub_id == "nyu-mll/glue":
+            assert task.test_splits and not any(task.splits[s].labeled for s in task.test_splits)
+
+
+@pytest.mark.parametrize("name", ["cola", "mnli", "snli"])
+def test_classes_are_balanced(name):
+    task = get_task(name)
+    counts = Counter(load_task(task, "synthetic", sizes=SMALL)["train"].labels)
+    assert set(counts) == set(range(task.num_labels))
+    assert max(counts.values()) - min(counts.values()) <= 1
+
+
+def test_deterministic_by_seed_and_splits_independent_of_other_sizes():
+    task = get_task("mrpc")
+    first = load_task(task, "synthetic", sizes=SMALL)
+    again = load_task(task, "synthetic", sizes=SMALL)
+    bigger_train = load_task(task, "synthetic", sizes=SyntheticSizes(train=90, eval=30, test=20))
+    other_seed = load_task(task, "synthetic", sizes=SyntheticSizes(train=60, eval=30, test=20, seed=1))
+    assert first["train"].words_a == again["train"].words_a and first["train"].labels == again["train"].labels
+    assert first["validation"].words_b == bigger_train["validation"].words_b
+    assert first["train"].words_a != other_seed["train"].words_a
+
+
+def test_prepare_task_synthetic_writes_parquet(tmp_path):
+    out = tmp_path / "qqp"
+    assert main(["prepare-task", "qqp", "--out", str(out), "--train-size", "10", "--eval-size", "5", "--test-size", "4"]) == 0
+    table = pq.read_table(out / "test.parquet")
+    assert table.column_names == ["idx", "words_a", "words_b", "label"] and table.num_rows == 4
+    assert set(table.column("label").to_pylist()) == {-1}
+    assert main(["prepare-task", "qqp", "--out", str(out), "--train-size", "0"]) == 2
+
+
+# ------------------------------------------------------------------ label rules, checked by independent oracles
+
+
+def _count_polarity(lex: Lexicon, words: list[str]) -> tuple[int, int]:
+    """Oracle: words counted with Counter, idioms found by a regular expression over the space-joined text."""
+    counts = Counter(w.lower() for w in words)
+    text = " " + " ".join(w.lower() for w in words) + " "
+
+    def occurrences(idiom):  # a lookahead counts adjacent repeats that share a space
+        return len(re.findall("(?= " + re.escape(" ".join(idiom)) + " )", text))
+
+    neg = sum(counts[w] for w in lex.negative_words) + sum(occurrences(i) for i in lex.negative_mwes)
+    pos = sum(counts[w] for w in lex.positive_words) + sum(occurrences(i) for i in lex.positive_mwes)
+    return neg, pos
+
+
+def _contiguous_in(part: list[str], whole: list[str]) -> bool:
+    part = [w.lower() for w in part]
+    whole = [w.lower() for w in whole]
+    return any(whole[i : i + len(part)] == part for i in range(len(whole) - len(part) + 1))
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(0, 10_000))
+def test_sst2_label_is_the_majority_polarity(seed):
+    lex = Lexicon(synthetic_language(0))
+    data = generate_split(get_task("sst2"), "train", 30, seed, synthetic_language(0))
+    for words, label in zip(data.words_a, data.labels):
+        neg, pos = _count_polarity(lex, words)
+        assert (pos > neg) == (label == 1) and pos != neg
+
+
+@settings(max_examples=8, deadline=None)
+@given(st.integers(0, 10_000))
+def test_nli_hypotheses_follow_their_label(seed):
+    lex = Lexicon(synthetic_language(0))
+    task = get_task("mnli")
+    data = generate_split(task, "train", 30, seed, synthetic_language(0))
+    for premise, hypothesis, label in zip(data.words_a, data.words_b, data.labels):
+        body = hypothesis[:-1]
+        kind = task.label_names[label]
+        if kind == "entailment":
+            assert _contiguous_in(body, premise)
+        elif kind == "contradiction":
+            negators = [i for i, w in enumerate(body) if w.lower() in lex.negators]
+            assert any(_contiguous_in(body[:i] + body[i + 1 :], premise) for i in negators)
+        else:
+            assert any(w.lower() not in {p.lower() for p in premise} for w in body)
+
+
+def test_qnli_entailment_question_is_part_of_the_sentence():
+    task = get_task("qnli")
+    data = generate_split(task, "train", 60, 3, synthetic_language(0))
+    for question, sentence, label in zip(data.words_a, data.words_b, data.labels):
+        assert question[-1] == "?"
+        if task.label_names[label] == "entailment":
+            assert _contiguous_in(question[:-1], sentence)
+
+
+def test_mrpc_paraphrases_substitute_declared_synonyms(lex):
+    data = generate_split(get_task("mrpc"), "train", 80, 5, synthetic_language(0))
+    checked = 0
+    for first, second, label in zip(data.words_a, data.words_b, data.labels):
+        if label == 1 and len(first) == len(second):
+            changed = [(a, b) for a, b in zip(first, second) if a != b]
+            in_mwe = any(tuple(w.lower() for w in second[i : i + n]) in lex.mwe_set for n in range(2, 6) for i in range(len(second)))
+            if not in_mwe:
+                assert all(lex.synonyms.get(a) == b for a, b in changed), changed
+                checked += 1
+    assert checked > 10
+
+
+def test_stsb_identical_pairs_score_five_and_changed_pairs_less():
+    data = generate_split(get_task("stsb"), "train", 80, 2, synthetic_language(0))
+    for first, second, score in zip(data.words_a, data.words_b, data.labels):
+        differing = sum(a != b for a, b in zip(first, second))
+        assert (score == 5.0) == (differing == 0)
+
+
+def test_conll_tags_are_valid_iob2():
+    task = get_task("conll2003")
+    data = generate_split(task, "train", 200, 0, synthetic_language(0))
+    entities = 0
+    for tags in data.labels:
+        names = [task.label_names[t] for t in tags]
+        for previous, tag in zip(["O"] + names, names):
+            if tag.startswith("I-"):
+                assert previous[2:] == tag[2:], names
+            entities += tag.startswith("B-")
+    assert entities > 50
+
+
+# ------------------------------------------------------------------ learnable: a linear model beats chance clearly
+
+
+def _features(first: list[str], second: list[str] | None) -> str:
+    a = [w.lower() for w in first]
+    tokens = [f"a:{w}" for w in a] + [f"a2:{x}_{y}" for x, y in zip(a, a[1:])]
+    if second is not None:
+        seen = set(a)
+        b = [w.lower() for w in second]
+        tokens += [f"b:{w}" for w in b] + [f"new:{w}" for w in b if w not in seen]
+        tokens += ["NEW"] * sum(w not in seen for w in b)
+    return " ".join(tokens)
+
+
+@pytest.mark.parametrize("name, margin", [("cola", 0.12), ("sst2", 0.3), ("mrpc", 0.12), ("qnli", 0.2), ("mnli", 0.3), ("stsb", None)])
+def test_labels_are_learnable_by_a_linear_model(name, margin):
+    task = get_task(name)
+    data = load_task(task, "synthetic", sizes=SyntheticSizes(train=1200, eval=300, test=1))
+    train, dev = data["train"], data[task.eval_splits[0]]
+
+    def texts(split):
+        return [_features(a, split.words_b[i] if task.is_pair else None) for i, a in enumerate(split.words_a)]
+
+    vectorizer = CountVectorizer(tokenizer=str.split, lowercase=False, token_pattern=None, min_df=2)
+    x_train, x_dev = vectorizer.fit_transform(texts(train)), vectorizer.transform(texts(dev))
+    if task.is_regression:
+        predicted = Ridge().fit(x_train, train.labels).predict(x_dev)
+        assert pearsonr(predicted, dev.labels)[0] > 0.5
+    else:
+        model = LogisticRegression(max_iter=1000).fit(x_train, train.labels)
+        accuracy = float(np.mean(model.predict(x_dev) == np.array(dev.labels)))
+        assert accuracy > 1 / task.num_labels + margin, accuracy

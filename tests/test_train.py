@@ -1,0 +1,306 @@
+"""Fine-tuning runs with the HF Trainer on a tiny backbone: outputs, determinism, resume, variants, errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from transformers import TrainerCallback
+
+from spanft.backbone import BackboneConfig, make_backbone
+from spanft.cli import main
+from spanft.errors import SpanftError
+from spanft.tasks import get_task
+from spanft.train import VARIANTS, FinetuneOptions, run_finetune, word_tag_predictions
+
+SIZES = dict(train=48, eval=24, test=16)
+TASKS = ("sst2", "rte", "stsb", "conll2003")
+
+
+def _random_spans(words, rng: np.random.Generator) -> list[int]:
+    """Span lengths 1..4 summing to the number of words (any segmentation is valid input)."""
+    spans, left = [], len(words)
+    while left:
+        spans.append(int(min(left, rng.integers(1, 5))))
+        left -= spans[-1]
+    return spans
+
+
+def _segment_dir(prepared: Path, out: Path, seed: int) -> Path:
+    out.mkdir(parents=True)
+    rng = np.random.default_rng(seed)
+    for file in sorted(prepared.glob("*.parquet")):
+        frame = pd.read_parquet(file)
+        frame["spans_a"] = [_random_spans(w, rng) for w in frame["words_a"]]
+        if "words_b" in frame.columns:
+            frame["spans_b"] = [_random_spans(w, rng) for w in frame["words_b"]]
+        frame.to_parquet(out / file.name)
+    return out
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Path:
+    """Synthetic task data (prepared and segmented) and a tiny backbone built from its words."""
+    from spanft.task_data import SyntheticSizes, load_task, write_prepared
+
+    root = tmp_path_factory.mktemp("train")
+    with open(root / "corpus.txt", "w", encoding="utf-8") as corpus:
+        for name in TASKS:
+            write_prepared(load_task(name, "synthetic", sizes=SyntheticSizes(**SIZES)), root / "prepared" / name)
+            _segment_dir(root / "prepared" / name, root / "segmented" / name, seed=len(name))
+            for file in (root / "prepared" / name).glob("*.parquet"):
+                for column in ("words_a", "words_b"):
+                    frame = pd.read_parquet(file)
+                    if column in frame.columns:
+                        corpus.writelines(" ".join(words) + "\n" for words in frame[column])
+    cfg = BackboneConfig(vocab_size=800, hidden=32, layers=1, heads=2, intermediate=64, max_len=128, mlm_steps=0)
+    make_backbone(root / "corpus.txt", root / "backbone", cfg)
+    return root
+
+
+def _options(root: Path, out: str, task: str = "sst2", variant: str = "sf", **overrides) -> FinetuneOptions:
+    data = root / ("segmented" if variant not in ("baseline", "cnn-noseg") else "prepared") / task
+    values = dict(task=task, backbone=str(root / "backbone"), variant=variant, data=str(data), out=str(root / out),
+                  seed=3, epochs=2, lr=2e-3, batch_size=16, eval_batch_size=16, max_seq_len=64)
+    values.update(overrides)
+    return FinetuneOptions(**values)
+
+
+def _read_tsv(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False, quoting=3)
+
+
+def _without_time(metrics: dict) -> dict:
+    return {k: v for k, v in metrics.items() if k not in ("train_seconds", "resumed_from")}
+
+
+# --------------------------------------------------------------------------------------------- outputs
+
+
+def test_run_writes_complete_metrics_and_predictions(workspace):
+    from sklearn.metrics import accuracy_score
+
+    options = _options(workspace, "runs/complete", seed=5)
+    summary = run_finetune(options)
+    out = Path(options.out)
+    on_disk = json.loads((out / "metrics.json").read_text())
+    assert on_disk == summary
+    task = get_task("sst2")
+    for key in ("task", "variant", "backbone", "seed", "metrics", "best_epoch", "train_seconds", "device",
+                "backbone_parameters", "extra_parameters", "truncation"):
+        assert key in summary
+    assert (summary["task"], summary["variant"], summary["seed"]) == ("sst2", "sf", 5)
+    assert summary["best_epoch"] in (1, 2) and summary["train_seconds"] > 0
+    assert set(summary["metrics"]) == set(task.eval_splits)
+    assert set(summary["truncation"]) == set(task.all_splits)
+    # The span module (two D x D x 3 convolutions) and the classifier [2D -> 2] are the extra parameters.
+    d = 32
+    assert summary["extra_parameters"] == 2 * (d * d * 3 + d) + (2 * d * 2 + 2)
+    assert sorted(p.name for p in (out / "predictions").iterdir()) == ["test.tsv", "validation.tsv"]
+    for split in (*task.eval_splits, *task.test_splits):
+        frame = pd.read_parquet(workspace / "segmented" / "sst2" / f"{split}.parquet")
+        tsv = _read_tsv(out / "predictions" / f"{split}.tsv")
+        assert list(tsv.columns) == ["idx", "gold", "pred"]
+        assert tsv["idx"].astype(int).tolist() == frame["idx"].tolist()
+        assert set(tsv["pred"]) <= set(task.label_names)
+        if split in task.test_splits:
+            assert (tsv["gold"] == "").all()
+        else:
+            gold = [task.label_names[i] for i in frame["label"]]
+            assert tsv["gold"].tolist() == gold
+            # the metric in metrics.json is the accuracy of the written predictions (independent oracle)
+            assert summary["metrics"][split]["accuracy"] == pytest.approx(accuracy_score(gold, tsv["pred"]))
+    assert not options.checkpoint_path().exists(), "checkpoints are removed after success"
+
+
+@pytest.fixture(scope="module")
+def reference(workspace) -> dict:
+    """One uninterrupted sf run (seed 3, 2 epochs) that other runs are compared with."""
+    return run_finetune(_options(workspace, "runs/reference"))
+
+
+def _same_predictions(workspace, run: str, other: str) -> bool:
+    return all(
+        (workspace / "runs" / run / "predictions" / split).read_text()
+        == (workspace / "runs" / other / "predictions" / split).read_text()
+        for split in ("validation.tsv", "test.tsv")
+    )
+
+
+def test_same_seed_gives_identical_runs_on_cpu(workspace, reference):
+    again = run_finetune(_options(workspace, "runs/again"))
+    assert _without_time(again) == _without_time(reference)
+    assert _same_predictions(workspace, "again", "reference")
+
+
+class _StopAfterFirstCheckpoint(TrainerCallback):
+    def on_save(self, args, state, control, **kwargs):
+        raise KeyboardInterrupt("simulated kill after the first checkpoint")
+
+
+def test_killed_run_resumes_from_its_checkpoint_and_ends_like_an_uninterrupted_one(workspace, reference):
+    options = _options(workspace, "runs/resumed", checkpoint_dir=str(workspace / "ckpt/resumed"))
+    options.extra_callbacks = [_StopAfterFirstCheckpoint()]
+    with pytest.raises(KeyboardInterrupt):
+        run_finetune(options)
+    assert not (workspace / "runs/resumed/metrics.json").exists()
+    assert [p.name for p in (workspace / "ckpt/resumed").glob("checkpoint-*")] == ["checkpoint-3"]
+    options.extra_callbacks = []
+    resumed = run_finetune(options)
+    assert resumed["resumed_from"] == "checkpoint-3"
+    assert _without_time(resumed) == _without_time(reference)
+    assert _same_predictions(workspace, "resumed", "reference")
+    assert not (workspace / "ckpt/resumed").exists()
+
+
+def test_checkpoints_of_other_settings_are_not_resumed(workspace):
+    options = _options(workspace, "runs/other", checkpoint_dir=str(workspace / "ckpt/other"))
+    options.extra_callbacks = [_StopAfterFirstCheckpoint()]
+    with pytest.raises(KeyboardInterrupt):
+        run_finetune(options)
+    changed = _options(workspace, "runs/other", checkpoint_dir=str(workspace / "ckpt/other"), lr=1e-3)
+    assert changed.fingerprint() != options.fingerprint()
+    assert run_finetune(changed)["resumed_from"] is None
+
+
+def test_a_failed_rerun_removes_the_previous_metrics(workspace, monkeypatch):
+    options = _options(workspace, "runs/stale", variant="baseline", epochs=1)
+    run_finetune(options)
+    assert (workspace / "runs/stale/metrics.json").is_file()
+    options.extra_callbacks = [_StopAfterFirstCheckpoint()]
+    with pytest.raises(KeyboardInterrupt):
+        run_finetune(options)
+    assert not (workspace / "runs/stale/metrics.json").exists()
+
+
+# --------------------------------------------------------------------------------------------- variants
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_variant_runs(workspace, variant):
+    summary = run_finetune(_options(workspace, f"runs/variant-{variant}", variant=variant, epochs=1))
+    assert summary["variant"] == variant
+    assert 0.0 <= summary["metrics"]["validation"]["accuracy"] <= 1.0
+    if variant == "baseline":
+        assert summary["extra_parameters"] == 32 * 2 + 2  # the classifier alone
+    else:
+        assert summary["extra_parameters"] > 32 * 32 * 3
+
+
+@pytest.mark.parametrize("encoder", ["cnn-max", "attention-attention"])
+def test_encoder_choice_runs(workspace, encoder):
+    summary = run_finetune(_options(workspace, f"runs/enc-{encoder}", encoder=encoder, head="span-only", epochs=1))
+    assert summary["settings"]["encoder"] == encoder
+
+
+def test_pair_task(workspace):
+    summary = run_finetune(_options(workspace, "runs/rte", task="rte", epochs=1))
+    tsv = _read_tsv(workspace / "runs/rte/predictions/validation.tsv")
+    assert set(tsv["pred"]) <= {"entailment", "not_entailment"}
+    assert set(summary["metrics"]) == {"validation"}
+
+
+def test_regression_task_scores_clipped_predictions(workspace):
+    from scipy.stats import pearsonr
+
+    summary = run_finetune(_options(workspace, "runs/stsb", task="stsb", epochs=1))
+    tsv = _read_tsv(workspace / "runs/stsb/predictions/validation.tsv")
+    pred, gold = tsv["pred"].astype(float).to_numpy(), tsv["gold"].astype(float).to_numpy()
+    assert ((pred >= 0) & (pred <= 5)).all()
+    pearson = summary["metrics"]["validation"]["pearson"]
+    if np.ptp(pred) == 0:
+        assert pearson is None  # undefined correlation written as null, never NaN
+    else:
+        assert pearson == pytest.approx(pearsonr(pred, gold)[0], abs=1e-4)  # TSV floats have 6 digits
+    assert (_read_tsv(workspace / "runs/stsb/predictions/test.tsv")["gold"] == "").all()
+
+
+@pytest.mark.parametrize("variant", ["baseline", "sf"])
+def test_tagging_task_writes_one_tag_per_word_and_seqeval_scores(workspace, variant):
+    from seqeval.metrics import f1_score
+
+    summary = run_finetune(_options(workspace, f"runs/ner-{variant}", task="conll2003", variant=variant, epochs=1,
+                                    lr=5e-3))
+    task = get_task("conll2003")
+    for split in task.eval_splits:
+        frame = pd.read_parquet(workspace / "prepared" / "conll2003" / f"{split}.parquet")
+        tsv = _read_tsv(workspace / f"runs/ner-{variant}/predictions/{split}.tsv")
+        gold = [row.split(" ") for row in tsv["gold"]]
+        pred = [row.split(" ") for row in tsv["pred"]]
+        assert gold == [[task.label_names[t] for t in tags] for tags in frame["tags"]]
+        assert [len(p) for p in pred] == [len(w) for w in frame["words_a"]]
+        assert summary["metrics"][split]["f1"] == pytest.approx(f1_score(gold, pred, zero_division=0))
+
+
+def test_word_tag_predictions_takes_first_pieces_and_pads_truncated_words_with_o():
+    logits = np.zeros((2, 6, 3))
+    # example 0: words at positions 1, 2, 4 (position 3 is a continuation piece); example 1: truncated
+    logits[0, [1, 2, 3, 4], [2, 1, 0, 2]] = 1.0
+    logits[1, [1, 2], [1, 1]] = 1.0
+    labels = np.full((2, 6), -100)
+    labels[0, [1, 2, 4]] = 0
+    labels[1, [1, 2]] = 0
+    assert word_tag_predictions(logits, labels, [3, 4], outside=0) == [[2, 1, 2], [1, 1, 0, 0]]
+
+
+# --------------------------------------------------------------------------------------------- errors
+
+
+def _cli(workspace, *extra, variant="baseline", data=None, backbone=None):
+    data = data or str(workspace / "prepared" / "sst2")
+    return ["finetune", "--task", "sst2", "--variant", variant, "--seed", "1", "--data", data,
+            "--backbone", backbone or str(workspace / "backbone"), "--out", str(workspace / "runs/cli"), *extra]
+
+
+def test_cli_prints_one_summary_line(workspace, capsys):
+    assert main(_cli(workspace, "--epochs", "1", "--max-train-examples", "20", "--max-eval-examples", "10")) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]  # above it: the Trainer's own epoch logs
+    assert last.startswith("finetune: sst2 baseline seed 1: validation accuracy") and "best epoch 1" in last
+    summary = json.loads((workspace / "runs/cli/metrics.json").read_text())
+    assert summary["examples"] == {"train": 20, "validation": 10, "test": 10}
+    assert len(_read_tsv(workspace / "runs/cli/predictions/test.tsv")) == 10
+
+
+@pytest.mark.parametrize(
+    "variant, data, backbone, extra, message",
+    [
+        ("sf", "prepared", None, [], "variant sf needs segmented data (spans_a)"),
+        ("chunker-seg", "prepared", None, [], "variant chunker-seg needs segmented data"),
+        ("bogus", "prepared", None, [], "unknown variant 'bogus'"),
+        ("baseline", "missing", None, [], "task data directory not found"),
+        ("baseline", "prepared", "missing-backbone", [], "backbone directory"),
+        ("baseline", "prepared", None, ["--epochs", "0"], "--epochs must be positive"),
+        ("baseline", "prepared", None, ["--head", "concat"], "variant baseline is the cls-only head"),
+        ("sf", "segmented", None, ["--encoder", "lstm-max"], "encoder: unknown value 'lstm-max'"),
+    ],
+)
+def test_cli_errors_are_one_line(workspace, capsys, variant, data, backbone, extra, message):
+    data_dir = str(workspace / data / "sst2")
+    backbone_dir = str(workspace / backbone) if backbone else None
+    assert main(_cli(workspace, *extra, variant=variant, data=data_dir, backbone=backbone_dir)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("spanft: error:") and message in err[-1]
+    assert "Traceback" not in "\n".join(err)
+
+
+def test_data_of_another_task_is_named(workspace, capsys):
+    assert main(_cli(workspace, data=str(workspace / "prepared" / "conll2003"))) == 2
+    err = capsys.readouterr().err.strip()
+    assert "train.parquet: missing column(s) label (is this sst2 data?)" in err
+
+
+def test_cased_data_on_uncased_backbone_warns(workspace, caplog):
+    with caplog.at_level("WARNING", logger="spanft"):
+        run_finetune(_options(workspace, "runs/cased", variant="baseline", epochs=1))
+    assert any("cased but backbone" in r.getMessage() for r in caplog.records)
+
+
+def test_options_validation_without_running():
+    with pytest.raises(SpanftError, match="--max-spans must be positive"):
+        FinetuneOptions(task="sst2", backbone="x", variant="sf", data="d", out="o", max_spans=0).validate()
+    assert FinetuneOptions(task="sst2", backbone="x", variant="sf", data="d", out="o").resolved_max_spans() == 64
+    assert FinetuneOptions(task="sst2", backbone="x", variant="sf", data="d", out="o", max_seq_len=9,
+                           max_spans=None).resolved_max_spans() == 4
