@@ -121,7 +121,8 @@ def oracle_example(tokenizer, cfg: FeatureConfig, words_a, spans_a, words_b=None
             if span != previous_span:
                 groups.append((len(ids), 0))
             groups[-1] = (groups[-1][0], groups[-1][1] + 1)
-            labels.append((tags[word] if len(tags) else 0) if tags is not None and word != previous_word else IGNORE_INDEX)
+            first_piece = tags is not None and word != previous_word
+            labels.append((tags[word] if len(tags) else 0) if first_piece else IGNORE_INDEX)
             ids.append(piece)
             previous_word, previous_span = word, span
 
@@ -217,7 +218,9 @@ def _check_against_oracle(tokenizer, df: pd.DataFrame, task, cfg: FeatureConfig,
     max_span_len=st.integers(1, 6),
     batch_size=st.integers(1, 7),
 )
-def test_encode_matches_oracle(request, tokenizer_name, task_name, seed, max_seq_len, max_spans, max_span_len, batch_size):
+def test_encode_matches_oracle(
+    request, tokenizer_name, task_name, seed, max_seq_len, max_spans, max_span_len, batch_size
+):
     tokenizer = request.getfixturevalue(tokenizer_name)
     task = get_task(task_name)
     df = _random_frame(seed, n=6, pair=task.is_pair, tagging=task.is_tagging)
@@ -307,7 +310,8 @@ def test_stats_are_logged(wordpiece, caplog):
     with caplog.at_level(logging.INFO, logger="spanft"):
         _, stats = encode_split(df, wordpiece, get_task("sst2"), FeatureConfig(max_seq_len=16), name="dev")
     assert stats.truncated_examples == 4
-    assert any("dev: 4 examples; 4 truncated" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert any(message.startswith("dev: 4 examples; 4 truncated") for message in warnings)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -371,7 +375,9 @@ def test_collator_pads_and_keeps_rows(lengths, tagging, multiple):
         width = -(-width // multiple) * multiple
     assert batch["input_ids"].shape == (len(features), width)
     assert batch["span_starts"].shape == (len(features), max(s for _, s in lengths))
-    pads = {"input_ids": 77, "attention_mask": 0, "token_type_ids": 0, "span_starts": 0, "span_lengths": 0, "labels": -100}
+    pads = {
+        "input_ids": 77, "attention_mask": 0, "token_type_ids": 0, "span_starts": 0, "span_lengths": 0, "labels": -100,
+    }
     for key, pad in pads.items():
         if key == "labels" and not tagging:
             assert batch[key].dtype == torch.long and batch[key].tolist() == [f[key] for f in features]

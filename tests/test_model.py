@@ -92,6 +92,7 @@ def ref_span_vectors(model: SpanModel, hidden: torch.Tensor, starts, lengths) ->
     within = model.span_encoder.within
     vectors = []
     for start, length in zip(starts.tolist(), lengths.tolist()):
+        length = min(length, model.span_config.max_span_len)  # pieces past the limit are not looked at
         if length == 0:
             continue
         pieces = hidden[start : start + length]
@@ -127,6 +128,7 @@ def ref_token_span_vectors(model: SpanModel, hidden, mask, starts, lengths) -> t
         out[:n] = F.relu(model.span_encoder.within.conv(hidden[:n].T.unsqueeze(0)))[0].T
         return out
     for start, length in zip(starts.tolist(), lengths.tolist()):
+        length = min(length, model.span_config.max_span_len)
         if length:
             (vector,) = ref_span_vectors(model, hidden, torch.tensor([start]), torch.tensor([length]))
             out[start : start + length] = vector
@@ -166,6 +168,8 @@ CASES = [
     dict(cls_vector="pooler", head="concat", task_type="pair"),
     dict(kernel_size=5, head="span-only", task_type="single"),
     dict(kernel_size=1, encoder="cnn-max", head="concat", task_type="tagging"),
+    dict(max_span_len=2, head="span-only", task_type="single"),
+    dict(max_span_len=2, encoder="attention-max", head="concat", task_type="tagging"),
 ]
 
 
@@ -182,6 +186,19 @@ def test_forward_matches_loop(case):
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("encoder", ENCODERS)
+@pytest.mark.parametrize("task_type", ["single", "tagging"])
+def test_fixed_gather_width_gives_the_same_result(monkeypatch, encoder, task_type):
+    """On an accelerator the gather is always max_span_len wide: the extra padded pieces change nothing."""
+    model = make_model(encoder=encoder, task_type=task_type, num_labels=3, max_span_len=7)
+    batch = random_batch(6)
+    with torch.no_grad():
+        dynamic = model(*batch[:2], span_starts=batch[2], span_lengths=batch[3]).logits
+        monkeypatch.setattr("spanft.model.gather_width", lambda lengths, limit: limit)
+        fixed = model(*batch[:2], span_starts=batch[2], span_lengths=batch[3]).logits
+    torch.testing.assert_close(dynamic, fixed)
+
+
 def test_spans_shorter_than_kernel_and_single_span():
     """Spans of 1 and 2 pieces with kernel 3 and 5; an example whose only span is one piece."""
     input_ids = torch.randint(1, 60, (2, 6))
@@ -192,7 +209,8 @@ def test_spans_shorter_than_kernel_and_single_span():
         model = make_model(kernel_size=kernel, head="span-only")
         with torch.no_grad():
             got = model(input_ids, attention_mask, span_starts=starts, span_lengths=lengths).logits
-        torch.testing.assert_close(got, ref_logits(model, input_ids, attention_mask, starts, lengths), atol=1e-5, rtol=1e-4)
+        want = ref_logits(model, input_ids, attention_mask, starts, lengths)
+        torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-4)
 
 
 def test_example_alone_equals_example_in_padded_batch():
@@ -258,7 +276,9 @@ def test_segment_conv_equals_conv1d_per_segment(segments, kernel):
 
 
 def test_masked_max_ignores_padding_and_gives_zeros_when_empty():
-    x = torch.tensor([[[-3.0, 1.0], [50.0, 50.0], [-1.0, -2.0]], [[7.0, 7.0], [8.0, 8.0], [9.0, 9.0]]], requires_grad=True)
+    x = torch.tensor(
+        [[[-3.0, 1.0], [50.0, 50.0], [-1.0, -2.0]], [[7.0, 7.0], [8.0, 8.0], [9.0, 9.0]]], requires_grad=True
+    )
     mask = torch.tensor([[True, False, True], [False, False, False]])
     out = masked_max(x, mask)
     assert out.tolist() == [[-1.0, 1.0], [0.0, 0.0]]

@@ -210,6 +210,9 @@ def load_backbone(name_or_dir: str):
         raise SpanftError(f"backbone {name_or_dir!r} could not be loaded (unknown id, or offline?): {first}") from None
     if not getattr(tokenizer, "is_fast", False):
         raise SpanftError(f"backbone {name_or_dir}: tokenizer {type(tokenizer).__name__} is not a fast tokenizer")
+    if "ByteLevel(add_prefix_space=False" in repr(tokenizer.backend_tokenizer.pre_tokenizer):
+        # Byte-level BPE (RoBERTa) needs a prefix space to encode pre-split words as it encodes running text.
+        tokenizer = AutoTokenizer.from_pretrained(name_or_dir, add_prefix_space=True)
     return model, tokenizer
 
 

@@ -269,7 +269,7 @@ def _span_columns(
     # 3. limits: rank of each span in its example -> drop past max_spans; clip pieces past max_span_len
     spans_per_example = np.bincount(example, minlength=len(tokens.lengths))
     rank = np.arange(len(start_index)) - np.repeat(np.cumsum(spans_per_example) - spans_per_example, spans_per_example)
-    keep = rank < cfg.max_spans
+    keep = rank <= cfg.max_spans
     dropped_per_example = spans_per_example - np.bincount(example[keep], minlength=len(tokens.lengths))
     stats.dropped_spans += int(dropped_per_example.sum())
     stats.examples_with_dropped_spans += int((dropped_per_example > 0).sum())

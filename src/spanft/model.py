@@ -15,8 +15,14 @@ Padding never takes part. The convolution sees only the span itself, padded with
 position that lies outside the centre token's span is zeroed before one matmul. Spans are contiguous,
 non-overlapping sub-token ranges (as ``spanft.features`` builds them), so this equals running the Conv1d span
 by span, at T positions instead of S x L, which keeps ``sf`` close to the baseline's step time. The convolved
-pieces are then brought into [B, S, L, D] with one indexed gather; padded positions are filled with -inf before
-the max-pool, and a span (or example) with nothing real pools to zeros.
+pieces are then brought into [B, S, L, D] with one indexed gather (L <= ``max_span_len``; see ``gather_width``);
+padded positions are filled with -inf before the max-pool, and a span (or example) with nothing real pools to
+zeros. Across spans, padded spans (length 0, at the tail of each row as ``SpanCollator`` pads) are treated the
+same way.
+
+Tagging (NER) has no across-span pooling: each token gets its span's vector (zeros outside every span), joined
+with its own vector, then a token classifier. ``segmentation: none`` (the "+CNN" ablation) runs the same conv
+layers over all real tokens as one sequence (classification: conv, conv, max over tokens; same parameters).
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ class SpanConfig:
     task_type: str = "single"
     dropout: float = 0.1
     attention_dim: int = 350  # d_a of the self-attentive pooling (Lin et al. 2017)
+    max_span_len: int = 16  # pieces per span looked at: set it to the features' max_span_len
 
     def __post_init__(self) -> None:
         for key, value, allowed in (
@@ -65,6 +72,8 @@ class SpanConfig:
                 raise SpanftError(f"{key}: unknown value {value!r} (valid: {', '.join(allowed)})")
         if self.kernel_size < 1 or self.kernel_size % 2 == 0:
             raise SpanftError(f"kernel_size: must be a positive odd number, got {self.kernel_size}")
+        if self.max_span_len < 1:
+            raise SpanftError(f"max_span_len: must be >= 1, got {self.max_span_len}")
         if self.num_labels < 1:
             raise SpanftError(f"num_labels: must be >= 1, got {self.num_labels}")
         if self.task_type == "regression" and self.num_labels != 1:
@@ -98,6 +107,17 @@ class SpanConfig:
 
 # ---------------------------------------------------------------------------------------------------------
 # Building blocks
+
+
+def gather_width(span_lengths: torch.Tensor, limit: int) -> int:
+    """Pieces per span in the gather (L): at most ``limit``, so a longer span keeps its first ``limit`` pieces.
+
+    On an accelerator always ``limit``: reading the batch's longest span would stall the device queue once
+    per step, and the wider masked max costs next to nothing there. On CPU the batch's longest span.
+    """
+    if span_lengths.device.type != "cpu":
+        return limit
+    return max(1, min(limit, int(span_lengths.max()))) if span_lengths.numel() else 1
 
 
 def span_positions(
@@ -198,7 +218,7 @@ class SpanEncoder(nn.Module):
         self, hidden: torch.Tensor, span_starts: torch.Tensor, span_lengths: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """H [B, T, D] -> span vectors [B, S, D], span mask [B, S], token -> span ids [B, T]."""
-        max_len = max(int(span_lengths.max()), 1) if span_lengths.numel() else 1  # one sync per step
+        max_len = gather_width(span_lengths, self.config.max_span_len)
         positions, piece_mask = span_positions(span_starts, span_lengths, max_len)  # [B, S, L] x2
         span_ids = token_span_ids(positions, piece_mask, hidden.size(1))  # [B, T]
         if isinstance(self.within, SegmentConv):
@@ -283,22 +303,24 @@ class SpanModel(nn.Module):
         if token_type_ids is not None:
             inputs["token_type_ids"] = token_type_ids
         out = self.backbone(**inputs)
-        hidden = out.last_hidden_state  # [B, T, D]
+        spans = (attention_mask, span_starts, span_lengths)
         if config.is_tagging:
-            logits = self.classifier(self.dropout(self._token_features(hidden, attention_mask, span_starts, span_lengths)))
+            logits = self.classifier(self.dropout(self._token_features(out.last_hidden_state, *spans)))  # [B, T, C]
             loss = None if labels is None else classification_loss(logits, labels)
-            return TokenClassifierOutput(loss=loss, logits=logits)  # logits [B, T, C]
-        logits = self.classifier(self.dropout(self._sentence_features(out, attention_mask, span_starts, span_lengths)))
+            return TokenClassifierOutput(loss=loss, logits=logits)
+        logits = self.classifier(self.dropout(self._sentence_features(out, *spans)))  # [B, C]
         loss = None
         if labels is not None:
-            loss = regression_loss(logits, labels) if config.task_type == "regression" else classification_loss(logits, labels)
-        return SequenceClassifierOutput(loss=loss, logits=logits)  # logits [B, C]
+            loss_fn = regression_loss if config.task_type == "regression" else classification_loss
+            loss = loss_fn(logits, labels)
+        return SequenceClassifierOutput(loss=loss, logits=logits)
 
     def _sentence_features(self, out, attention_mask, span_starts, span_lengths) -> torch.Tensor:
         head = self.span_config.head
         parts = []
         if head != "cls-only":
-            parts.append(self.span_encoder.classify_features(out.last_hidden_state, attention_mask, span_starts, span_lengths))
+            hidden = out.last_hidden_state  # [B, T, D]
+            parts.append(self.span_encoder.classify_features(hidden, attention_mask, span_starts, span_lengths))
         if head != "span-only":
             parts.append(self._cls_vector(out))
         return torch.cat(parts, dim=-1)  # [B, D] or [B, 2D]

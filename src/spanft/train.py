@@ -399,6 +399,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     trainer.train(resume_from_checkpoint=resume)
     train_seconds = offset + time.perf_counter() - start
     best_epoch = _best_epoch(trainer)
+    history = _history(trainer)
 
     trainer.compute_metrics = None  # predict() below is scored by score_split, split by split
     results: dict[str, dict] = {}
@@ -411,7 +412,8 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
             write_predictions(tmp / "predictions" / f"{split}.tsv", frames[split]["idx"], gold, pred)
             if split in task.eval_splits:
                 results[split] = {key: _nan_to_none(value) for key, value in metrics.items()}
-        summary = _summary(options, task, model, results, best_epoch, train_seconds, truncation, frames, resume)
+        summary = _summary(options, task, model, results, best_epoch, history, train_seconds, truncation, frames,
+                           resume)
         with atomic_open(tmp / "metrics.json") as handle:  # last: its presence means the run is complete
             json.dump(summary, handle, indent=2, sort_keys=False)
             handle.write("\n")
@@ -457,6 +459,19 @@ def _best_epoch(trainer) -> int | None:
     return None
 
 
+def _history(trainer) -> list[dict[str, float]]:
+    """Per epoch: the training loss and the selection split's eval loss and metrics (Trainer log history)."""
+    by_epoch: dict[int, dict[str, float]] = {}
+    for entry in trainer.state.log_history:
+        if "epoch" not in entry or "train_runtime" in entry:
+            continue
+        row = by_epoch.setdefault(int(round(entry["epoch"])), {})
+        if "loss" in entry:
+            row["train_loss"] = entry["loss"]
+        row.update({k: v for k, v in entry.items() if k.startswith("eval_") and not k.endswith(("runtime", "per_second"))})
+    return [{"epoch": epoch, **row} for epoch, row in sorted(by_epoch.items())]
+
+
 def _device_name() -> str:
     import torch
 
@@ -465,7 +480,7 @@ def _device_name() -> str:
     return f"cpu ({os.cpu_count()} cores, {torch.get_num_threads()} threads)"
 
 
-def _summary(options, task, model, results, best_epoch, train_seconds, truncation, frames, resume) -> dict:
+def _summary(options, task, model, results, best_epoch, history, train_seconds, truncation, frames, resume) -> dict:
     backbone_params = model.backbone_parameter_count()
     extra_params = model.extra_parameter_count()
     return {
@@ -477,6 +492,7 @@ def _summary(options, task, model, results, best_epoch, train_seconds, truncatio
         "metrics": results,
         "best_epoch": best_epoch,
         "epochs": options.epochs,
+        "history": history,
         "train_seconds": round(train_seconds, 3),
         "device": _device_name(),
         "backbone_parameters": backbone_params,
@@ -490,9 +506,11 @@ def _summary(options, task, model, results, best_epoch, train_seconds, truncatio
 
 
 def summary_line(summary: dict) -> str:
-    scores = ", ".join(
-        f"{split} {summary['main_metric']} {values.get(summary['main_metric'])}" for split, values in summary["metrics"].items()
-    )
+    def fmt(value) -> str:
+        return "n/a" if value is None else f"{value:.4f}"
+
+    metric = summary["main_metric"]
+    scores = ", ".join(f"{split} {metric} {fmt(values.get(metric))}" for split, values in summary["metrics"].items())
     return (
         f"finetune: {summary['task']} {summary['variant']} seed {summary['seed']}: {scores}; best epoch "
         f"{summary['best_epoch']}, {summary['train_seconds']:.1f} s on {summary['device']}"
