@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-import sys
 from collections import Counter, defaultdict
 from pathlib import Path
 

@@ -259,7 +259,7 @@ def _span_columns(
         span_of_word_b, offset_b, count_b = _word_to_span(spans_b, words_b, idx, "spans_b")
         in_b = tokens.sentence == 1
         group[in_b] = count_a + span_of_word_b[offset_b[tokens.example[in_b]] + tokens.word[in_b]]
-    group[special] = count_a + count_b + np.flatnonzero(special)
+    group[special] = -1
     # 2. a span starts wherever the group changes (groups never repeat across examples)
     is_start = np.ones(len(group), dtype=bool)
     is_start[1:] = group[1:] != group[:-1]
@@ -269,7 +269,7 @@ def _span_columns(
     # 3. limits: rank of each span in its example -> drop past max_spans; clip pieces past max_span_len
     spans_per_example = np.bincount(example, minlength=len(tokens.lengths))
     rank = np.arange(len(start_index)) - np.repeat(np.cumsum(spans_per_example) - spans_per_example, spans_per_example)
-    keep = rank <= cfg.max_spans
+    keep = rank < cfg.max_spans
     dropped_per_example = spans_per_example - np.bincount(example[keep], minlength=len(tokens.lengths))
     stats.dropped_spans += int(dropped_per_example.sum())
     stats.examples_with_dropped_spans += int((dropped_per_example > 0).sum())
