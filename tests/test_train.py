@@ -136,6 +136,16 @@ def _same_predictions(workspace, run: str, other: str) -> bool:
     )
 
 
+def test_predictions_come_from_the_best_epoch_not_the_last(reference):
+    history = reference["history"]
+    best = reference["best_epoch"]
+    assert best != len(history), "the reference run should pick an earlier epoch (ties keep the first)"
+    assert history[best - 1]["eval_accuracy"] >= max(row["eval_accuracy"] for row in history)
+    # the model that predicted is the best epoch's: its dev loss is that epoch's, not the last one's
+    assert reference["eval_loss"]["validation"] == pytest.approx(history[best - 1]["eval_loss"], rel=1e-6)
+    assert reference["eval_loss"]["validation"] != pytest.approx(history[-1]["eval_loss"], rel=1e-6)
+
+
 def test_same_seed_gives_identical_runs_on_cpu(workspace, reference):
     again = run_finetune(_options(workspace, "runs/again"))
     assert _without_time(again) == _without_time(reference)

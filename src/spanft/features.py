@@ -259,7 +259,7 @@ def _span_columns(
         span_of_word_b, offset_b, count_b = _word_to_span(spans_b, words_b, idx, "spans_b")
         in_b = tokens.sentence == 1
         group[in_b] = count_a + span_of_word_b[offset_b[tokens.example[in_b]] + tokens.word[in_b]]
-    group[special] = -1
+    group[special] = count_a + count_b + np.flatnonzero(special)
     # 2. a span starts wherever the group changes (groups never repeat across examples)
     is_start = np.ones(len(group), dtype=bool)
     is_start[1:] = group[1:] != group[:-1]

@@ -403,6 +403,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
 
     trainer.compute_metrics = None  # predict() below is scored by score_split, split by split
     results: dict[str, dict] = {}
+    losses: dict[str, float | None] = {}  # of the loaded best model: equals its epoch's eval_loss in history
     with atomic_path(out) as tmp:
         (tmp / "predictions").mkdir(parents=True)
         for split in [*task.eval_splits, *task.test_splits]:
@@ -412,8 +413,9 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
             write_predictions(tmp / "predictions" / f"{split}.tsv", frames[split]["idx"], gold, pred)
             if split in task.eval_splits:
                 results[split] = {key: _nan_to_none(value) for key, value in metrics.items()}
-        summary = _summary(options, task, model, results, best_epoch, history, train_seconds, truncation, frames,
-                           resume)
+                losses[split] = output.metrics.get(f"{split}_loss")
+        summary = _summary(options, task, model, results, losses, best_epoch, history, train_seconds, truncation,
+                           frames, resume)
         with atomic_open(tmp / "metrics.json") as handle:  # last: its presence means the run is complete
             json.dump(summary, handle, indent=2, sort_keys=False)
             handle.write("\n")
@@ -480,7 +482,8 @@ def _device_name() -> str:
     return f"cpu ({os.cpu_count()} cores, {torch.get_num_threads()} threads)"
 
 
-def _summary(options, task, model, results, best_epoch, history, train_seconds, truncation, frames, resume) -> dict:
+def _summary(options, task, model, results, losses, best_epoch, history, train_seconds, truncation, frames,
+             resume) -> dict:
     backbone_params = model.backbone_parameter_count()
     extra_params = model.extra_parameter_count()
     return {
@@ -490,6 +493,7 @@ def _summary(options, task, model, results, best_epoch, history, train_seconds, 
         "seed": options.seed,
         "main_metric": task.main_metric,
         "metrics": results,
+        "eval_loss": losses,
         "best_epoch": best_epoch,
         "epochs": options.epochs,
         "history": history,
