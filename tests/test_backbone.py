@@ -99,6 +99,16 @@ def test_mlm_pretraining_changes_the_weights_and_is_deterministic(corpus, tmp_pa
     assert all(torch.equal(a[k], init[k]) for k in a if k.startswith("pooler."))  # no pooler in MLM: seed init
 
 
+def test_vocabulary_ids_are_canonical(built):
+    # The tokenizers trainer numbers tokens in hash-map order; the saved ids must not depend on it.
+    from transformers import AutoTokenizer
+
+    vocab = AutoTokenizer.from_pretrained(built[0]).get_vocab()
+    by_id = [token for token, _ in sorted(vocab.items(), key=lambda item: item[1])]
+    assert by_id[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    assert by_id[5:] == sorted(by_id[5:]) and sorted(vocab.values()) == list(range(len(vocab)))
+
+
 def test_mlm_blocks_cover_the_corpus_in_order(built, corpus):
     from transformers import AutoTokenizer
 

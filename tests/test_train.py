@@ -136,14 +136,27 @@ def _same_predictions(workspace, run: str, other: str) -> bool:
     )
 
 
-def test_predictions_come_from_the_best_epoch_not_the_last(reference):
-    history = reference["history"]
-    best = reference["best_epoch"]
-    assert best != len(history), "the reference run should pick an earlier epoch (ties keep the first)"
-    assert history[best - 1]["eval_accuracy"] >= max(row["eval_accuracy"] for row in history)
-    # the model that predicted is the best epoch's: its dev loss is that epoch's, not the last one's
-    assert reference["eval_loss"]["validation"] == pytest.approx(history[best - 1]["eval_loss"], rel=1e-6)
-    assert reference["eval_loss"]["validation"] != pytest.approx(history[-1]["eval_loss"], rel=1e-6)
+def test_predictions_come_from_the_best_epoch_not_the_last(workspace, monkeypatch):
+    import spanft.train
+
+    real = spanft.train._selection_metrics
+
+    def first_epoch_wins(task, frame):
+        compute, calls = real(task, frame), []
+
+        def scored(eval_prediction):
+            calls.append(1)
+            return {**compute(eval_prediction), "accuracy": 1.0 / len(calls)}  # 1.0, then 0.5
+
+        return scored
+
+    monkeypatch.setattr(spanft.train, "_selection_metrics", first_epoch_wins)
+    summary = run_finetune(_options(workspace, "runs/best-first"))
+    history = summary["history"]
+    assert summary["best_epoch"] == 1 and [row["eval_accuracy"] for row in history] == [1.0, 0.5]
+    # the model that predicted is epoch 1's: its dev loss is that epoch's, not the last one's
+    assert summary["eval_loss"]["validation"] == pytest.approx(history[0]["eval_loss"], rel=1e-6)
+    assert summary["eval_loss"]["validation"] != pytest.approx(history[1]["eval_loss"], rel=1e-6)
 
 
 def test_same_seed_gives_identical_runs_on_cpu(workspace, reference):

@@ -67,7 +67,10 @@ def train_wordpiece(corpus: Path, vocab_size: int):
         vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, min_frequency=2, show_progress=False
     )
     raw.train_from_iterator(_corpus_lines(corpus), trainer=trainer)
-    vocab = raw.get_vocab()
+    # The trainer numbers tokens in hash-map order (it changes from process to process); WordPiece only uses
+    # membership, so renumber: special tokens first, then the rest sorted, for a byte-identical backbone.
+    learned = set(raw.get_vocab()) - set(SPECIAL_TOKENS)
+    vocab = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *sorted(learned)])}
     if len(vocab) <= len(SPECIAL_TOKENS):
         raise SpanftError(f"{corpus}: corpus too small to train a vocabulary")
     if len(vocab) < vocab_size:
