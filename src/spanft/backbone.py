@@ -9,6 +9,7 @@ fast tokenizer). ``load_backbone`` is what fine-tuning uses for a local director
 from __future__ import annotations
 
 import argparse
+import itertools
 import logging
 import os
 import tempfile
@@ -41,6 +42,7 @@ class BackboneConfig:
     mlm_batch_size: int = 32
     mlm_block_len: int = 128
     mlm_lr: float = 5e-4
+    vocab_lines: int = 200_000  # corpus lines read to learn the vocabulary (0: all)
     seed: int = 0
 
     def validate(self) -> None:
@@ -55,7 +57,7 @@ class BackboneConfig:
             raise SpanftError(f"backbone vocab-size must exceed {len(SPECIAL_TOKENS)}, got {self.vocab_size}")
 
 
-def train_wordpiece(corpus: Path, vocab_size: int):
+def train_wordpiece(corpus: Path, vocab_size: int, max_lines: int = 0):
     """An uncased BERT WordPiece fast tokenizer trained on ``corpus`` (one paragraph a line)."""
     from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
     from transformers import BertTokenizerFast
@@ -66,7 +68,8 @@ def train_wordpiece(corpus: Path, vocab_size: int):
     trainer = trainers.WordPieceTrainer(
         vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, min_frequency=2, show_progress=False
     )
-    raw.train_from_iterator(_corpus_lines(corpus), trainer=trainer)
+    lines = _corpus_lines(corpus)
+    raw.train_from_iterator(itertools.islice(lines, max_lines) if max_lines > 0 else lines, trainer=trainer)
     # The trainer numbers tokens in hash-map order (it changes from process to process); WordPiece only uses
     # membership, so renumber: special tokens first, then the rest sorted, for a byte-identical backbone.
     learned = set(raw.get_vocab()) - set(SPECIAL_TOKENS)
@@ -177,7 +180,7 @@ def make_backbone(corpus: str | os.PathLike, out: str | os.PathLike, cfg: Backbo
     cfg.validate()
     corpus = require_file(corpus, "corpus")
     start = time.perf_counter()
-    tokenizer = train_wordpiece(corpus, cfg.vocab_size)
+    tokenizer = train_wordpiece(corpus, cfg.vocab_size, cfg.vocab_lines)
     config = bert_config(cfg, len(tokenizer))
     set_seed(cfg.seed)
     summary: dict = {"vocab_size": len(tokenizer), **{k: v for k, v in asdict(cfg).items() if k != "vocab_size"}}
@@ -236,6 +239,7 @@ def cli_make_backbone(args: argparse.Namespace) -> int:
         max_len=args.max_len,
         mlm_steps=args.mlm_steps,
         mlm_batch_size=args.mlm_batch_size,
+        vocab_lines=args.vocab_lines,
         seed=args.seed,
     )
     summary = make_backbone(args.corpus, args.out, cfg)

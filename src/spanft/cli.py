@@ -90,6 +90,7 @@ def _add_make_backbone(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-len", type=int, default=256, help="max_position_embeddings")
     p.add_argument("--mlm-steps", type=int, default=300, help="MLM pre-training steps (0: random init)")
     p.add_argument("--mlm-batch-size", type=int, default=32)
+    p.add_argument("--vocab-lines", type=int, default=200_000, help="corpus lines read to learn the vocabulary (0: all)")
     p.add_argument("--seed", type=int, default=0)
     p.set_defaults(run=_handler("backbone", "cli_make_backbone"))
 
