@@ -521,8 +521,16 @@ def summary_line(summary: dict) -> str:
     )
 
 
-def cli_finetune(args: argparse.Namespace) -> int:
+def options_from_args(args: argparse.Namespace) -> FinetuneOptions:
+    """Flags given on the command line, else the ``--hparams`` block, else the FinetuneOptions defaults."""
+    from spanft.hparams import load_hparams
+
     names = {f.name for f in dataclasses.fields(FinetuneOptions)} - {"extra_callbacks"}
-    options = FinetuneOptions(**{name: getattr(args, name) for name in names if hasattr(args, name)})
-    print(summary_line(run_finetune(options)))
+    values = load_hparams(args.hparams) if getattr(args, "hparams", None) else {}
+    values.update({name: getattr(args, name) for name in names if getattr(args, name, None) is not None})
+    return FinetuneOptions(**values)
+
+
+def cli_finetune(args: argparse.Namespace) -> int:
+    print(summary_line(run_finetune(options_from_args(args))))
     return 0

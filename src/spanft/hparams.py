@@ -1,0 +1,78 @@
+"""Per-task fine-tuning hyper-parameters read from a params file: ``spanft finetune --hparams FILE:KEY``.
+
+DVC cannot interpolate ``${hparams.${item.task}.lr}`` (no nested interpolation), so a fine-tuning stage passes
+the dotted key of its task's block and lists the same key under ``params:``; changing one task's block re-runs
+only that task's runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from spanft.errors import SpanftError
+
+# field -> type of the FinetuneOptions fields a hyper-parameter block may set
+HPARAM_TYPES: dict[str, type] = {
+    "epochs": int,
+    "lr": float,
+    "batch_size": int,
+    "eval_batch_size": int,
+    "max_seq_len": int,
+    "max_spans": int,
+    "max_span_len": int,
+    "dropout": float,
+    "cls_vector": str,
+    "max_train_examples": int,
+    "max_eval_examples": int,
+}
+
+
+def lookup(tree: Any, dotted: str, path: str | Path) -> Any:
+    """``tree[a][b]...`` for ``dotted = "a.b..."``, with an error naming the missing key."""
+    node = tree
+    walked: list[str] = []
+    for part in dotted.split("."):
+        walked.append(part)
+        if not isinstance(node, dict) or part not in node:
+            raise SpanftError(f"{path}: key {'.'.join(walked)} not found")
+        node = node[part]
+    return node
+
+
+def load_hparams(spec: str) -> dict[str, Any]:
+    """The checked hyper-parameter block named by ``FILE:KEY`` (``params.yaml:hparams.cola``)."""
+    import yaml
+
+    path, sep, key = spec.rpartition(":")
+    if not sep or not path or not key:
+        raise SpanftError(f"--hparams {spec!r}: expected FILE:KEY, e.g. params.yaml:hparams.cola")
+    file = Path(path)
+    if not file.is_file():
+        raise SpanftError(f"--hparams: {file} not found")
+    try:
+        tree = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise SpanftError(f"{file}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    block = lookup(tree, key, file)
+    if not isinstance(block, dict):
+        raise SpanftError(f"{file}: {key} must be a mapping of hyper-parameters, found {type(block).__name__}")
+    return {name: _checked(file, key, name, value) for name, value in block.items()}
+
+
+def _checked(file: Path, key: str, name: str, value: Any) -> Any:
+    if name not in HPARAM_TYPES:
+        raise SpanftError(f"{file}: {key}.{name}: unknown hyper-parameter; valid: {', '.join(HPARAM_TYPES)}")
+    wanted = HPARAM_TYPES[name]
+    if value is None and name in ("max_spans", "max_train_examples", "max_eval_examples"):
+        return None
+    if wanted is float and isinstance(value, int) and not isinstance(value, bool):
+        value = float(value)
+    if wanted is float and isinstance(value, str):  # YAML 1.1 reads 5e-4 (no dot) as a string
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    if not isinstance(value, wanted) or isinstance(value, bool):
+        raise SpanftError(f"{file}: {key}.{name}: expected {wanted.__name__}, found {value!r}")
+    return value
