@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import os
 import sys
 from typing import Callable, Sequence
 
@@ -173,8 +174,29 @@ def _add_segment_task(sub: argparse._SubParsersAction) -> None:
     t.set_defaults(run=_handler("chunker", "cli_train_tagger"))
 
 
+def _add_params_commands(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("check-params", help="check params.yaml: unknown keys, types, references")
+    p.add_argument("file", nargs="?", default="params.yaml", metavar="FILE")
+    p.set_defaults(run=_handler("params", "cli_check_params"))
+    p = sub.add_parser("profile", help="switch profiles: copy profiles/NAME.yaml to params.yaml (embedded | paper)")
+    p.add_argument("name", metavar="NAME", help="a file stem under profiles/: embedded, paper")
+    p.add_argument("--root", default=".", help="project root (holds profiles/ and params.yaml)")
+    p.set_defaults(run=_handler("params", "cli_profile"))
+
+
+def _check_stage_params() -> None:
+    """Under ``dvc repro`` (DVC sets DVC_STAGE and DVC_ROOT), refuse to run on a params.yaml with a bad key."""
+    root = os.environ.get("DVC_ROOT")
+    if os.environ.get("DVC_STAGE") and root and os.path.isfile(os.path.join(root, "params.yaml")):
+        from spanft.params import check_params_file
+
+        path = os.path.join(root, "params.yaml")
+        relative = os.path.relpath(path)
+        check_params_file(path if relative.startswith("..") else relative)
+
+
 COMMANDS = [_add_corpus, _add_count_ngrams, _add_build_dict, _add_segment, _add_make_backbone, _add_finetune,
-            _add_describe, _add_prepare_task, _add_submission, _add_segment_task]
+            _add_describe, _add_prepare_task, _add_submission, _add_segment_task, _add_params_commands]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -196,6 +218,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         stream=sys.stderr,
     )
     try:
+        _check_stage_params()
         return int(args.run(args) or 0)
     except SpanftError as exc:
         print(f"spanft: error: {exc}", file=sys.stderr)

@@ -336,7 +336,7 @@ def make_segmenter(method: str, dict_path: str | None = None, seed: int = 0, tag
     if method == "chunker":
         from spanft.chunker import ChunkSegmenter
 
-        return ChunkSegmenter.load(tagger)
+        return ChunkSegmenter.load(tagger or None)  # '' (params.yaml chunker.tagger) = NLTK's pretrained tagger
     if dict_path is None:
         raise SpanftError(f"--dict is required for --method {method}")
     greedy = GreedySegmenter.from_dictionary(dict_path, max_n=max_n, lowercase=not keep_case)

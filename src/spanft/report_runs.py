@@ -1,0 +1,207 @@
+"""The fine-tuning runs a report reads: where the params expect them, loading, best-run choice, mean ± sd.
+
+Run directories follow the experiment graph's layout
+``<runs>/<study>/<backbone>/<task>/<variant>/seed<N>/`` with ``metrics.json`` and ``predictions/<split>.tsv``.
+Only the runs the params expect are read; any other directory is ignored. A missing expected run is a
+SpanftError naming its path.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable
+
+from spanft.errors import SpanftError
+from spanft.hparams import lookup
+from spanft.tasks import TaskSpec, get_task
+
+PAIR_VARIANTS = ["baseline", "sf"]
+ABLATION_VARIANTS = ["cnn-noseg", "random-seg", "chunker-seg"]
+_REQUIRED_KEYS = ("task", "main_metric", "metrics")
+
+
+@dataclass(frozen=True)
+class Run:
+    """One finished fine-tuning run (its metrics.json)."""
+
+    study: str
+    backbone: str
+    task: str
+    variant: str
+    seed: int
+    path: Path
+    summary: dict[str, Any]
+
+    @property
+    def spec(self) -> TaskSpec:
+        return get_task(self.task)
+
+    def metric(self, split: str, metric: str) -> float:
+        """A dev/test metric from metrics.json; NaN when the split or metric is absent or null."""
+        value = self.summary["metrics"].get(split, {}).get(metric)
+        return math.nan if value is None else float(value)
+
+    def dev_main(self) -> float:
+        """The main metric on the split that selects the best epoch (MNLI: matched)."""
+        return self.metric(self.spec.selection_split, self.spec.main_metric)
+
+    def predictions(self, split: str) -> Path:
+        return self.path / "predictions" / f"{split}.tsv"
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.summary.get(key, default)
+
+
+class Params:
+    """Typed access to the params dict, with errors naming the missing key."""
+
+    def __init__(self, tree: dict, name: str = "params"):
+        if not isinstance(tree, dict):
+            raise SpanftError(f"{name}: expected a mapping, found {type(tree).__name__}")
+        self.tree = tree
+        self.name = name
+
+    def get(self, dotted: str) -> Any:
+        return lookup(self.tree, dotted, self.name)
+
+    def optional(self, dotted: str, default: Any = None) -> Any:
+        try:
+            return self.get(dotted)
+        except SpanftError:
+            return default
+
+    def list_of(self, dotted: str, kind: type = str) -> list:
+        value = self.get(dotted)
+        if not isinstance(value, list) or not all(isinstance(item, kind) for item in value):
+            raise SpanftError(f"{self.name}: {dotted} must be a list of {kind.__name__}, found {value!r}")
+        return value
+
+    @property
+    def profile(self) -> str:
+        return str(self.get("profile"))
+
+    def has_study(self, study: str) -> bool:
+        return isinstance(self.optional(f"studies.{study}"), dict)
+
+    def study_tasks(self, study: str) -> list[str]:
+        """The study's tasks (fixed for snli and ner), each checked against the registry."""
+        fixed = {"snli": ["snli"], "ner": ["conll2003"]}
+        tasks = fixed[study] if study in fixed else self.list_of(f"studies.{study}.tasks")
+        for task in tasks:
+            try:
+                get_task(task)
+            except SpanftError as exc:
+                raise SpanftError(f"{self.name}: studies.{study}.tasks: {exc}") from None
+        return tasks
+
+    def seeds(self, study: str) -> list[int]:
+        return self.list_of(f"studies.{study}.seeds", int)
+
+    def backbones(self, study: str) -> list[str]:
+        return self.list_of(f"studies.{study}.backbones")
+
+    def paper_name(self, backbone: str) -> str:
+        names = self.optional("reports.paper_names", {}) or {}
+        return str(names.get(backbone, backbone))
+
+
+def run_path(runs_dir: Path, study: str, backbone: str, task: str, variant: str, seed: int) -> Path:
+    return runs_dir / study / backbone / task / variant / f"seed{seed}"
+
+
+def load_run(runs_dir: Path, study: str, backbone: str, task: str, variant: str, seed: int) -> Run:
+    """Read one expected run; a missing or malformed metrics.json is a SpanftError naming the path."""
+    path = run_path(runs_dir, study, backbone, task, variant, seed)
+    metrics_file = path / "metrics.json"
+    if not metrics_file.is_file():
+        raise SpanftError(f"{path}: expected run missing (no metrics.json)")
+    try:
+        summary = json.loads(metrics_file.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise SpanftError(f"{metrics_file}: not valid JSON ({exc})") from None
+    if not isinstance(summary, dict):
+        raise SpanftError(f"{metrics_file}: expected a JSON object")
+    for key in _REQUIRED_KEYS:
+        if key not in summary:
+            raise SpanftError(f"{metrics_file}: key {key!r} missing")
+    if summary["task"] != task:
+        raise SpanftError(f"{metrics_file}: task is {summary['task']!r}, the directory says {task!r}")
+    if not isinstance(summary["metrics"], dict):
+        raise SpanftError(f"{metrics_file}: 'metrics' must be an object of split -> metrics")
+    return Run(study, backbone, task, variant, seed, path, summary)
+
+
+def load_runs(runs_dir: Path, study: str, backbone: str, task: str, variant: str, seeds: Iterable[int]) -> list[Run]:
+    return [load_run(runs_dir, study, backbone, task, variant, seed) for seed in seeds]
+
+
+def best_run(runs: list[Run]) -> Run:
+    """The run with the highest dev main metric; ties and NaN scores go to the lowest seed."""
+    if not runs:
+        raise SpanftError("no runs to choose the best from")
+
+    def key(run: Run) -> tuple[float, int]:
+        score = run.dev_main()
+        return (-score if not math.isnan(score) else math.inf, run.seed)
+
+    return min(runs, key=key)
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Mean and sample standard deviation (ddof = 1) of a metric over seeds; sd is NaN for one seed."""
+
+    n: int
+    mean: float
+    sd: float
+
+
+def summarize(values: Iterable[float]) -> Summary:
+    import numpy as np
+
+    array = np.asarray([v for v in values if not math.isnan(v)], dtype=np.float64)
+    if array.size == 0:
+        return Summary(0, math.nan, math.nan)
+    sd = float(np.std(array, ddof=1)) if array.size > 1 else math.nan
+    return Summary(int(array.size), float(np.mean(array)), sd)
+
+
+def split_score(run: Run, split: str, metric: str) -> float:
+    """A metric of one split: metrics.json when it has it, else scored from the split's predictions TSV
+    when that file carries gold labels, else NaN (an unlabeled split)."""
+    value = run.metric(split, metric)
+    if not math.isnan(value) or split in run.summary["metrics"]:
+        return value
+    path = run.predictions(split)
+    if not path.is_file():
+        return math.nan
+    return score_predictions(run.spec, path).get(metric, math.nan)
+
+
+def score_predictions(task: TaskSpec, path: Path) -> dict[str, float]:
+    """Every metric of ``task`` on a predictions TSV's labeled rows (empty when no row has gold)."""
+    from spanft.metrics import compute_metrics
+    from spanft.stats import read_prediction_table
+
+    frame = read_prediction_table(path)
+    frame = frame[frame["gold"] != ""]
+    if frame.empty:
+        return {}
+    if task.is_tagging:
+        try:
+            gold = [[task.label_id(t) for t in row.split()] for row in frame["gold"]]
+            pred = [[task.label_id(t) for t in row.split()] for row in frame["pred"]]
+        except SpanftError as exc:
+            raise SpanftError(f"{path}: {exc}") from None
+        return compute_metrics(task, pred, gold)
+    if task.is_regression:
+        return compute_metrics(task, frame["pred"].astype(float), frame["gold"].astype(float))
+    try:
+        gold = [task.label_id(name) for name in frame["gold"]]
+        pred = [task.label_id(name) for name in frame["pred"]]
+    except SpanftError as exc:
+        raise SpanftError(f"{path}: {exc}") from None
+    return compute_metrics(task, pred, gold)
