@@ -40,7 +40,13 @@ def test_top_k_is_the_k_most_frequent(tmp_path, grams, size):
     canonical = sorted(grams.items(), key=sort_key)
     counts = counts_file(tmp_path, canonical)
     out = tmp_path / "dict.txt"
-    assert build_dictionary(counts, size, out) == min(size, len(canonical))
+    out.unlink(missing_ok=True)  # tmp_path is shared by hypothesis examples
+    if size > len(canonical):
+        with pytest.raises(SpanftError, match=f"holds only {len(canonical)} n-grams"):
+            build_dictionary(counts, size, out)
+        assert not out.exists()
+        return
+    assert build_dictionary(counts, size, out) == size
     kept = read_dictionary(out)
     assert kept == canonical[:size]
     # no entry left out is more frequent than one kept
@@ -55,12 +61,13 @@ def test_cli_writes_first_k_lines(tmp_path):
     assert out.read_text(encoding="utf-8") == "new york\t50\nof the\t50\n"
 
 
-def test_more_than_available_writes_all_and_warns(tmp_path, caplog):
+def test_more_than_available_is_an_error_and_writes_nothing(tmp_path, capsys):
     out = tmp_path / "dict.txt"
-    with caplog.at_level(logging.WARNING, logger="spanft"):
-        assert main(["build-dict", str(counts_file(tmp_path)), "--size", "100", "--out", str(out)]) == 0
+    assert main(["build-dict", str(counts_file(tmp_path)), "--size", "100", "--out", str(out)]) == 2
+    assert "holds only 4 n-grams, fewer than the 100 asked for" in capsys.readouterr().err
+    assert not out.exists()
+    assert main(["build-dict", str(counts_file(tmp_path)), "--size", "4", "--out", str(out)]) == 0
     assert read_dictionary(out) == ENTRIES
-    assert "asked for 100 entries, only 4 exist" in caplog.text
 
 
 @pytest.mark.parametrize("size", ["0", "-5"])

@@ -403,7 +403,11 @@ def _checked_top(path: str | os.PathLike, size: int) -> Iterator[tuple[tuple[str
         taken += 1
         if taken == size:
             return
-    log.warning("%s: asked for %d entries, only %d exist: writing all of them", path, size, taken)
+    # A "400k" dictionary that holds 300k entries would mislabel the dictionary-size study: refuse it.
+    raise SpanftError(
+        f"{path}: holds only {taken} n-grams, fewer than the {size} asked for (dict_size / dict_sizes): "
+        f"ask for at most {taken}, lower ngrams.min_count, or count a larger corpus"
+    )
 
 
 # ----------------------------------------------------------------------------------------------

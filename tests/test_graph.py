@@ -1,0 +1,142 @@
+"""The DVC graph end to end on a reduced copy of the embedded profile (small corpus, one task per study).
+
+One module-scoped `dvc repro` (about 3 minutes on 2 cores) backs every test here: the graph runs to the
+reports, a second `dvc repro` runs nothing, and a `dict_size` change reaches no baseline stage.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+
+REDUCED = {
+    "corpus": {"tokens": 300_000, "tagged_sentences": 300},
+    "ngrams": {"min_count": 2},
+    "dict_sizes": [500, 2000],
+    "dict_size": 1000,
+    "data": {"synthetic": {"train_size": 48, "eval_size": 32, "test_size": 32}},
+    "tasks": ["cola", "mrpc", "snli", "conll2003"],
+    "studies": {
+        "glue": {"backbones": ["tiny"], "tasks": ["cola", "mrpc"], "seeds": [1]},
+        "backbones": {"backbones": ["tiny"], "tasks": ["cola"], "seeds": [2]},
+        "snli": {"backbones": ["tiny"], "seeds": [1], "encoders": ["attention-max"]},
+        "ablation": {"backbones": ["tiny"], "tasks": ["cola"], "seeds": [1]},
+        "ner": {"backbones": ["tiny"], "seeds": [1]},
+        "dictsize": {"backbones": ["tiny"], "tasks": ["cola"], "seeds": [1], "methods": ["ngram", "random"]},
+    },
+    "reports": {"mcnemar_tasks": ["cola", "mrpc"], "figure2": {"tasks": ["cola"], "examples": 2}},
+}
+TINY_BACKBONE = {"vocab_size": 400, "hidden": 32, "layers": 1, "heads": 2, "intermediate": 64, "max_len": 128,
+                 "mlm_steps": 2, "mlm_batch_size": 8, "vocab_lines": 2000}
+TINY_HPARAMS = {"epochs": 1, "lr": 1.0e-3, "batch_size": 16, "max_seq_len": 64, "max_span_len": 8}
+
+
+def _merge(base: dict, override: dict) -> dict:
+    merged = dict(base)
+    for key, value in override.items():
+        merged[key] = _merge(base[key], value) if isinstance(value, dict) and isinstance(base.get(key), dict) else value
+    return merged
+
+
+def reduced_params() -> dict:
+    tree = yaml.safe_load((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"))
+    tree = _merge(tree, REDUCED)
+    tree["backbones"] = {"tiny": {**tree["backbones"]["tiny"], **TINY_BACKBONE}}
+    tree["reports"]["paper_names"] = {"tiny": "bert-base-uncased"}
+    tree["hparams"] = {task: dict(TINY_HPARAMS) for task in tree["tasks"]}
+    return tree
+
+
+def dvc(project: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    done = subprocess.run(["dvc", *args], cwd=project, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if check and done.returncode != 0:
+        raise AssertionError(f"dvc {' '.join(args)} failed ({done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
+    return done
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory) -> Path:
+    if shutil.which("dvc") is None:
+        pytest.skip("dvc is not installed")
+    project = tmp_path_factory.mktemp("graph")
+    for name in ("dvc.yaml",):
+        shutil.copy(ROOT / name, project / name)
+    shutil.copytree(ROOT / "src", project / "src", ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+    shutil.copytree(ROOT / ".dvc", project / ".dvc", ignore=shutil.ignore_patterns("tmp", "cache", "config.local"))
+    (project / "params.yaml").write_text(yaml.safe_dump(reduced_params(), sort_keys=False), encoding="utf-8")
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    first = dvc(project, "repro")
+    return project, first
+
+
+def ran_stages(output: str) -> set[str]:
+    return set(re.findall(r"Running stage '([^']+)'", output))
+
+
+def test_graph_runs_end_to_end_to_every_report(project):
+    project, first = project
+    ran = ran_stages(first.stdout)
+    assert {"corpus", "report", "glue_baseline@tiny-cola-1", "glue_sf@tiny-cola-1",
+            "dictsize_spanonly@tiny-cola-500-random-1", "snli_sf_encoder@tiny-attention-max-1"} <= ran
+    tables = project / "reports" / "tables"
+    for number in range(1, 9):
+        for suffix in ("md", "csv", "tex"):
+            assert (tables / f"table{number}.{suffix}").stat().st_size > 0
+    figures = project / "reports" / "figures"
+    assert (figures / "figure2.md").stat().st_size > 0
+    for name in ("figure3", "figure4"):
+        assert (figures / f"{name}.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert (figures / f"{name}.pdf").read_bytes()[:5] == b"%PDF-"
+    assert "embedded" in (tables / "table1.md").read_text(encoding="utf-8")
+    metrics = json.loads((project / "reports" / "metrics.json").read_text(encoding="utf-8"))
+    assert metrics
+    assert (project / "data" / "submissions" / "glue-tiny-sf.zip").is_file()
+    shown = dvc(project, "metrics", "show").stdout
+    assert "reports/metrics.json" in shown
+
+
+def test_second_repro_does_nothing(project):
+    project, _ = project
+    second = dvc(project, "repro")
+    assert ran_stages(second.stdout) == set(), second.stdout
+    assert "up to date" in dvc(project, "status").stdout
+
+
+def _downstream(project: Path, starts: set[str]) -> set[str]:
+    dot = dvc(project, "dag", "--dot").stdout
+    edges: dict[str, set[str]] = {}
+    for a, b in re.findall(r'"([^"]+)"\s*->\s*"([^"]+)"', dot):
+        edges.setdefault(a, set()).add(b)
+    seen, todo = set(starts), list(starts)
+    while todo:
+        for nxt in edges.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def test_dict_size_change_reaches_no_baseline(project):
+    project, _ = project
+    lock = yaml.safe_load((project / "dvc.lock").read_text(encoding="utf-8"))
+    readers = {name for name, stage in lock["stages"].items()
+               if "dict_size" in stage.get("params", {}).get("params.yaml", {})}
+    assert readers == {"dictionary"}
+    affected = _downstream(project, readers)
+    assert any(name.startswith("glue_sf@") for name in affected)
+    assert not any("baseline" in name for name in affected), sorted(affected)
+    params = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))
+    params["dict_size"] = 1500
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    status = dvc(project, "status").stdout
+    assert "dictionary" in status and "baseline" not in status
