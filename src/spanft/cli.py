@@ -195,8 +195,13 @@ def _check_stage_params() -> None:
         check_params_file(path if relative.startswith("..") else relative)
 
 
+def _add_report_commands(sub: argparse._SubParsersAction) -> None:
+    importlib.import_module("spanft.reports").add_parsers(sub)  # stdlib-only at import time
+
+
 COMMANDS = [_add_corpus, _add_count_ngrams, _add_build_dict, _add_segment, _add_make_backbone, _add_finetune,
-            _add_describe, _add_prepare_task, _add_submission, _add_segment_task, _add_params_commands]
+            _add_describe, _add_prepare_task, _add_submission, _add_segment_task, _add_params_commands,
+            _add_report_commands]
 
 
 def build_parser() -> argparse.ArgumentParser:

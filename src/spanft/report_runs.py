@@ -18,8 +18,6 @@ from spanft.errors import SpanftError
 from spanft.hparams import lookup
 from spanft.tasks import TaskSpec, get_task
 
-PAIR_VARIANTS = ["baseline", "sf"]
-ABLATION_VARIANTS = ["cnn-noseg", "random-seg", "chunker-seg"]
 _REQUIRED_KEYS = ("task", "main_metric", "metrics")
 
 
@@ -104,8 +102,11 @@ class Params:
         return self.list_of(f"studies.{study}.backbones")
 
     def paper_name(self, backbone: str) -> str:
+        """The paper backbone ours stands in for: ``reports.paper_names``, else its ``hub_id``, else itself."""
         names = self.optional("reports.paper_names", {}) or {}
-        return str(names.get(backbone, backbone))
+        if backbone in names:
+            return str(names[backbone])
+        return str(self.optional(f"backbones.{backbone}.hub_id", backbone))
 
 
 def run_path(runs_dir: Path, study: str, backbone: str, task: str, variant: str, seed: int) -> Path:
@@ -114,7 +115,11 @@ def run_path(runs_dir: Path, study: str, backbone: str, task: str, variant: str,
 
 def load_run(runs_dir: Path, study: str, backbone: str, task: str, variant: str, seed: int) -> Run:
     """Read one expected run; a missing or malformed metrics.json is a SpanftError naming the path."""
-    path = run_path(runs_dir, study, backbone, task, variant, seed)
+    return read_run(run_path(runs_dir, study, backbone, task, variant, seed), study, backbone, task, variant, seed)
+
+
+def read_run(path: Path, study: str, backbone: str, task: str, variant: str, seed: int) -> Run:
+    """The run in directory ``path`` (see :func:`load_run`)."""
     metrics_file = path / "metrics.json"
     if not metrics_file.is_file():
         raise SpanftError(f"{path}: expected run missing (no metrics.json)")

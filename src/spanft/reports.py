@@ -1,0 +1,249 @@
+"""Report stage: every table and figure of the paper from the fine-tuning runs, and GLUE leaderboard zips.
+
+``spanft report`` writes, under ``--out`` (``reports/``):
+
+- ``tables/table{1..8}.{md,csv,tex}`` (:mod:`spanft.report_tables`),
+- ``figures/figure2.md``, ``figures/figure{3,4}.{png,pdf}`` (:mod:`spanft.report_figures`),
+- ``metrics.json`` (DVC metrics: headline dev scores), ``plots/spans_per_sentence.csv``,
+  ``plots/dictsize_score.csv`` (DVC plots), and ``index.md`` listing them, written last.
+
+Everything is computed before anything is written, each file is written atomically, and ``index.md`` is
+removed first and written last, so an interrupted report never looks complete. Outputs are byte-identical
+for identical inputs, except Table 3's measured seconds.
+
+``spanft glue-submission`` zips the leaderboard files of one backbone's glue-study runs, each task's best seed.
+
+This module imports only the standard library at load time so that ``spanft --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+from spanft.errors import SpanftError
+
+log = logging.getLogger("spanft")
+
+HEADLINE_STUDIES = ["glue", "backbones", "snli", "ner"]
+
+
+def write_reports(params: dict, runs_dir: str | Path, segmented_dir: str | Path, out_dir: str | Path, *,
+                  params_name: str = "params", paper_values: str | Path | None = None) -> list[str]:
+    """Write every report file under ``out_dir``; return their paths relative to it (index.md last)."""
+    files = build_reports(params, Path(runs_dir), Path(segmented_dir), params_name=params_name,
+                          paper_values=paper_values)
+    _write_all(Path(out_dir), files)
+    return list(files)
+
+
+def build_reports(params: dict, runs_dir: Path, segmented_dir: Path, *, params_name: str = "params",
+                  paper_values: str | Path | None = None) -> dict[str, bytes]:
+    """Every report file's bytes by relative path, ``index.md`` last (nothing is written)."""
+    from spanft import report_figures as figures
+    from spanft.report_runs import Params
+    from spanft.report_tables import PaperValues, TableBuilder
+
+    checked = Params(params, params_name)
+    profile = checked.profile
+    builder = TableBuilder(checked, runs_dir, segmented_dir, PaperValues(paper_values))
+    files: dict[str, bytes] = {}
+    for table in builder.all_tables():
+        stem = f"tables/table{table.number}"
+        files[f"{stem}.md"] = table.markdown(profile).encode()
+        files[f"{stem}.csv"] = table.csv(profile).encode()
+        files[f"{stem}.tex"] = table.latex(profile).encode()
+    files["figures/figure2.md"] = figures.figure2_markdown(checked, segmented_dir).encode()
+    spans = figures.spans_per_sentence(checked, segmented_dir)
+    scores = figures.dictsize_scores(checked, runs_dir)
+    for number, rendered in ((3, figures.figure3(spans, profile)), (4, figures.figure4(scores, profile))):
+        for fmt, data in rendered.items():
+            files[f"figures/figure{number}.{fmt}"] = data
+    files["plots/spans_per_sentence.csv"] = figures.csv_text(spans).encode()
+    files["plots/dictsize_score.csv"] = figures.csv_text(scores).encode()
+    files["metrics.json"] = (json.dumps(headline_metrics(builder), indent=2, sort_keys=True) + "\n").encode()
+    files["index.md"] = index_markdown(profile, list(files)).encode()
+    return files
+
+
+def _write_all(out_dir: Path, files: dict[str, bytes]) -> None:
+    from spanft.fileio import atomic_open
+
+    index = out_dir / "index.md"
+    if index.exists():
+        index.unlink()  # until the last file is in place, the report does not look complete
+    for relative, data in files.items():
+        with atomic_open(out_dir / relative, "wb") as handle:
+            handle.write(data)
+    log.info("report: wrote %d files under %s", len(files), out_dir)
+
+
+# ------------------------------------------------------------------------------------------- metrics.json
+
+
+def headline_metrics(builder) -> dict[str, Any]:
+    """Per study / backbone / task: mean dev main metric of baseline and sf over seeds, and sf - baseline;
+    GLUE-style studies also get ``average`` (mean over their tasks)."""
+    params = builder.params
+    result: dict[str, Any] = {"profile": params.profile}
+    for study in HEADLINE_STUDIES:
+        if not params.has_study(study):
+            continue
+        seeds = params.seeds(study)
+        per_backbone = {}
+        for backbone in params.backbones(study):
+            means = {task: [_mean_dev(builder.runs(study, backbone, task, variant, seeds))
+                            for variant in ("baseline", "sf")]
+                     for task in params.study_tasks(study)}
+            if study in ("glue", "backbones"):
+                means["average"] = [_mean([pair[i] for pair in means.values()]) for i in (0, 1)]
+            per_backbone[backbone] = {key: _pair(*pair) for key, pair in means.items()}
+        result[study] = per_backbone
+    return result
+
+
+def _mean_dev(runs) -> float:
+    return _mean([run.dev_main() for run in runs])
+
+
+def _mean(values: list[float | None]) -> float:
+    numbers = [math.nan if v is None else v for v in values]
+    return math.nan if not numbers or any(math.isnan(v) for v in numbers) else sum(numbers) / len(numbers)
+
+
+def _pair(baseline: float, sf: float) -> dict[str, float | None]:
+    def clean(value: float) -> float | None:
+        return None if value is None or math.isnan(value) else round(value, 6)
+
+    return {"baseline": clean(baseline), "sf": clean(sf), "diff": clean(sf - baseline)}
+
+
+# ------------------------------------------------------------------------------------------- index.md
+
+
+_DESCRIPTIONS = {
+    "table1": "GLUE dev, baseline and +SF per backbone (mean ± sd, best run)",
+    "table2": "McNemar p-values, best baseline vs best +SF run, dev sets",
+    "table3": "cost: fine-tuning seconds, device, extra parameters",
+    "table4": "backbones study (paper: SpanBERT, RoBERTa), mean ± sd",
+    "table5": "SNLI dev/test accuracy",
+    "table6": "ablation: +CNN, random, chunker, n-gram segmentation",
+    "table7": "span encoders on SNLI",
+    "table8": "CoNLL-2003 entity F1 dev/test",
+    "figure2": "segmentation examples",
+    "figure3": "mean spans per sentence vs dictionary size (train split; pairs: both sentences)",
+    "figure4": "dev score vs dictionary size, n-gram vs random (span vector only)",
+    "spans_per_sentence": "Figure 3's data (DVC plot)",
+    "dictsize_score": "Figure 4's data (DVC plot; score = dev main metric x 100)",
+    "metrics": "DVC metrics: mean dev main metric of baseline and sf, their difference, GLUE averages",
+}
+
+
+def index_markdown(profile: str, paths: list[str]) -> str:
+    from spanft.report_tables import profile_line
+
+    lines = [profile_line(profile), "", "# Reports", ""]
+    for path in sorted(paths):
+        stem = Path(path).stem
+        lines.append(f"- [{path}]({path}): {_DESCRIPTIONS.get(stem, '')}".rstrip(": "))
+    lines += ["", "Every file is byte-identical for identical runs and segmented data, except Table 3's "
+              "measured seconds.", ""]
+    return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------------- GLUE submission
+
+
+def glue_submission(run_dir_of_backbone: str | Path, variant: str, out_zip: str | Path) -> dict[str, Path]:
+    """Zip GLUE leaderboard files from ``<runs>/<task>/<variant>/seed*/`` (one backbone of the glue study).
+
+    Per task, the seed with the best dev main metric (MNLI: matched) provides the test predictions
+    (MNLI also provides MNLI-mm and AX). Tasks without runs are skipped with a warning listing the missing
+    leaderboard files. Returns {leaderboard stem: predictions TSV used}.
+    """
+    from spanft.report_runs import best_run, read_run
+    from spanft.submission import write_glue_submission
+    from spanft.tasks import GLUE_TASKS, get_task
+
+    root = Path(run_dir_of_backbone)
+    if not root.is_dir():
+        raise SpanftError(f"{root}: runs directory not found")
+    predictions: dict[str, Path] = {}
+    absent = []
+    for name in GLUE_TASKS:
+        seeds = _seeds_found(root / name / variant)
+        if not seeds:
+            absent.append(name)
+            continue
+        runs = [read_run(root / name / variant / f"seed{s}", "glue", root.name, name, variant, s) for s in seeds]
+        best = best_run(runs)
+        task = get_task(name)
+        log.info("glue-submission: %s: seed %d (dev %s %.4f)", name, best.seed, task.main_metric, best.dev_main())
+        for split in task.test_splits:
+            path = best.predictions(split)
+            if not path.is_file():
+                raise SpanftError(f"{path}: test predictions missing from the run")
+            predictions[task.splits[split].submission_stem] = path
+    if not predictions:
+        raise SpanftError(f"{root}: no GLUE runs of variant {variant!r} (expected <task>/{variant}/seed<N>/metrics.json)")
+    if absent:
+        log.warning("glue-submission: no %s runs under %s for %s", variant, root, ", ".join(absent))
+    write_glue_submission(predictions, out_zip)
+    return predictions
+
+
+def _seeds_found(variant_dir: Path) -> list[int]:
+    seeds = []
+    for path in variant_dir.glob("seed*"):
+        if path.name[4:].isdigit() and (path / "metrics.json").is_file():
+            seeds.append(int(path.name[4:]))
+    return sorted(seeds)
+
+
+# ------------------------------------------------------------------------------------------- CLI
+
+
+def load_params(path: str | Path) -> dict:
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise SpanftError(f"{path}: params file not found")
+    try:
+        tree = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise SpanftError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    if not isinstance(tree, dict):
+        raise SpanftError(f"{path}: expected a mapping of parameters")
+    return tree
+
+
+def cli_report(args: argparse.Namespace) -> int:
+    write_reports(load_params(args.params), args.runs, args.segmented, args.out, params_name=str(args.params),
+                  paper_values=args.paper_values)
+    return 0
+
+
+def cli_glue_submission(args: argparse.Namespace) -> int:
+    glue_submission(args.runs, args.variant, args.out)
+    return 0
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """Add ``report`` and ``glue-submission`` to the ``spanft`` subcommands."""
+    p = sub.add_parser("report", help="write every table and figure of the paper from the runs (reports/)")
+    p.add_argument("--params", default="params.yaml", help="params file (profile, studies, reports, dict_sizes)")
+    p.add_argument("--runs", default="data/runs", help="runs root: <study>/<backbone>/<task>/<variant>/seed<N>/")
+    p.add_argument("--segmented", default="data/segmented", help="segmented data root (ngram/, random/, chunker/, sweep/)")
+    p.add_argument("--out", default="reports", help="report directory to write")
+    p.add_argument("--paper-values", default=None, help="published numbers YAML (default: spanft/paper_values.yaml)")
+    p.set_defaults(run=cli_report)
+    g = sub.add_parser("glue-submission", help="zip GLUE leaderboard files from one backbone's best runs")
+    g.add_argument("--runs", required=True, help="one backbone's glue runs: data/runs/glue/<backbone>")
+    g.add_argument("--variant", default="sf", help="baseline | sf (default sf)")
+    g.add_argument("--out", required=True, help="zip file to write")
+    g.set_defaults(run=cli_glue_submission)

@@ -1,0 +1,478 @@
+"""Report tables, figures, metrics and the GLUE submission (spanft.reports) on fake runs with known numbers."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import logging
+import zipfile
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy.stats import binom, chi2
+
+from spanft.errors import SpanftError
+from spanft.metrics import compute_metrics
+from spanft.report_runs import Run, best_run, summarize
+from spanft.reports import add_parsers, build_reports, cli_report, glue_submission, write_reports
+from spanft.tasks import get_task
+
+SEEDS = [1, 2]
+SIZES = [20000, 100000]
+PARAMS = {
+    "profile": "embedded",
+    "dict_sizes": SIZES,
+    "dict_size": 100000,
+    "chunker": {"tagger": "data/tagger.json"},
+    "studies": {
+        "glue": {"backbones": ["tiny"], "tasks": ["cola", "mrpc", "mnli", "stsb"], "seeds": SEEDS},
+        "backbones": {"backbones": ["tiny-bpe"], "tasks": ["cola", "mrpc"], "seeds": SEEDS},
+        "snli": {"backbones": ["tiny"], "seeds": SEEDS, "encoders": ["cnn-max", "attention-max"]},
+        "ablation": {"backbones": ["tiny"], "tasks": ["cola", "mrpc"], "seeds": SEEDS},
+        "ner": {"backbones": ["tiny"], "seeds": SEEDS},
+        "dictsize": {"backbones": ["tiny"], "tasks": ["cola", "mrpc"], "seeds": SEEDS, "methods": ["ngram", "random"]},
+    },
+    "reports": {
+        "paper_names": {"tiny": "bert-base-uncased", "tiny-bpe": "roberta-large"},
+        "mcnemar_tasks": ["cola", "sst2", "qnli", "rte", "mrpc", "qqp"],
+        "figure2": {"tasks": ["cola", "mrpc"], "examples": 2},
+    },
+}
+N_EXAMPLES = 60
+
+
+# ------------------------------------------------------------------------------------------- fake data
+
+
+def _rng(*key) -> np.random.Generator:
+    return np.random.default_rng(zlib.crc32("/".join(map(str, key)).encode()))
+
+
+def _split_rows(task, split: str, rng, labeled: bool):
+    """(gold strings, pred strings, gold ids, pred ids) for one fake split; gold depends only on task and split."""
+    gold_rng = _rng(task.name, split)
+    error = rng.uniform(0.1, 0.45)
+    if task.is_regression:
+        gold = gold_rng.uniform(0, 5, N_EXAMPLES)
+        pred = np.clip(gold + rng.normal(0, 3 * error, N_EXAMPLES), 0, 5)
+        return ([f"{g:.6g}" for g in gold] if labeled else [""] * N_EXAMPLES), [f"{p:.6g}" for p in pred], gold, pred
+    names = task.label_names
+    if task.is_tagging:
+        gold = [list(gold_rng.choice([0, 0, 0, 1, 2, 3, 5], size=5)) for _ in range(N_EXAMPLES)]
+        pred = [[t if rng.random() > error else int(rng.integers(0, 9)) for t in row] for row in gold]
+        return ([" ".join(names[t] for t in row) for row in gold], [" ".join(names[t] for t in row) for row in pred],
+                gold, pred)
+    gold = gold_rng.integers(0, len(names), N_EXAMPLES)
+    flip = rng.random(N_EXAMPLES) < error
+    pred = np.where(flip, (gold + rng.integers(1, len(names), N_EXAMPLES)) % len(names), gold)
+    return ([names[g] for g in gold] if labeled else [""] * N_EXAMPLES), [names[p] for p in pred], gold, pred
+
+
+def write_run(root: Path, study: str, backbone: str, task_name: str, variant: str, seed: int,
+              score_test: bool = True) -> None:
+    task = get_task(task_name)
+    rng = _rng(study, backbone, task_name, variant, seed)
+    path = root / study / backbone / task_name / variant / f"seed{seed}"
+    (path / "predictions").mkdir(parents=True)
+    metrics = {}
+    for split in [*task.eval_splits, *task.test_splits]:
+        labeled = split in task.eval_splits
+        gold, pred, gold_ids, pred_ids = _split_rows(task, split, rng, labeled)
+        lines = "".join(f"{i}\t{g}\t{p}\n" for i, (g, p) in enumerate(zip(gold, pred)))
+        (path / "predictions" / f"{split}.tsv").write_text("idx\tgold\tpred\n" + lines, encoding="utf-8")
+        if labeled and (score_test or split != "test"):
+            metrics[split] = compute_metrics(task, pred_ids, gold_ids)
+    sf = variant != "baseline"
+    summary = {
+        "task": task_name, "variant": variant, "backbone": f"data/backbones/{backbone}", "seed": seed,
+        "main_metric": task.main_metric, "metrics": metrics, "eval_loss": {}, "best_epoch": 1, "epochs": 1,
+        "history": [], "train_seconds": 10.0 + seed + (2.5 if sf else 0.0), "device": "cpu (2 cores, 2 threads)",
+        "backbone_parameters": 1000, "extra_parameters": 30 if sf else 0,
+        "extra_parameters_percent": 3.0 if sf else 0.0, "examples": {}, "truncation": {}, "resumed_from": None,
+        "settings": {},
+    }
+    (path / "metrics.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+
+
+def write_segmented(root: Path) -> None:
+    for task_name in ("cola", "mrpc"):
+        task = get_task(task_name)
+        for method in ("ngram", "random", "chunker") if task_name == "cola" else ("ngram",):
+            rows = []
+            for idx in (2, 0, 1):  # out of order: figure 2 takes the first by idx
+                row = {"idx": idx, "words_a": [f"w{idx}{k}" for k in range(5)], "label": 0,
+                       "spans_a": [2, 3] if method == "ngram" else [1, 4] if method == "random" else [3, 1, 1]}
+                if task.is_pair:
+                    row |= {"words_b": [f"v{idx}{k}" for k in range(3)], "spans_b": [3]}
+                rows.append(row)
+            directory = root / method / task_name
+            directory.mkdir(parents=True)
+            pd.DataFrame(rows).to_parquet(directory / "validation.parquet")
+            segmenter = {"method": method, "dictionary_entries": 100000} if method != "chunker" else \
+                {"method": "chunker", "tagger": "data/tagger.json"}
+            (directory / "segmentation.json").write_text(json.dumps({"segmenter": segmenter, "splits": {}}))
+        for size in SIZES:
+            directory = root / "sweep" / task_name / f"ngram-{size}"
+            directory.mkdir(parents=True)
+            stats = {"rows": 10, "mean_spans_a": 9.0 - size / 20000, "mean_words_a": 10.0}
+            if task.is_pair:
+                stats |= {"mean_spans_b": 7.0 - size / 20000, "mean_words_b": 12.0}
+            (directory / "segmentation.json").write_text(json.dumps({"segmenter": {}, "splits": {"train": stats}}))
+
+
+def write_all_runs(root: Path) -> None:
+    studies = PARAMS["studies"]
+    for seed in SEEDS:
+        for task in studies["glue"]["tasks"]:
+            for variant in ("baseline", "sf"):
+                write_run(root, "glue", "tiny", task, variant, seed)
+        for task in studies["backbones"]["tasks"]:
+            for variant in ("baseline", "sf"):
+                write_run(root, "backbones", "tiny-bpe", task, variant, seed)
+        for variant in ("baseline", "sf", "sf-cnn-max", "sf-attention-max"):
+            write_run(root, "snli", "tiny", "snli", variant, seed)
+        for task in studies["ablation"]["tasks"]:
+            for variant in ("cnn-noseg", "random-seg", "chunker-seg"):
+                write_run(root, "ablation", "tiny", task, variant, seed)
+        for variant in ("baseline", "sf"):
+            write_run(root, "ner", "tiny", "conll2003", variant, seed, score_test=False)
+        for task in studies["dictsize"]["tasks"]:
+            for method in ("ngram", "random"):
+                for size in SIZES:
+                    write_run(root, "dictsize", "tiny", task, f"{method}-{size}", seed)
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("reports")
+    write_all_runs(root / "runs")
+    write_segmented(root / "segmented")
+    write_reports(PARAMS, root / "runs", root / "segmented", root / "out")
+    return root
+
+
+def read_metrics(root: Path, study: str, backbone: str, task: str, variant: str, seed: int) -> dict:
+    return json.loads((root / "runs" / study / backbone / task / variant / f"seed{seed}" / "metrics.json").read_text())
+
+
+def best_seed(root: Path, study: str, task: str, variant: str) -> int:
+    spec = get_task(task)
+    scores = [read_metrics(root, study, "tiny", task, variant, s)["metrics"][spec.selection_split][spec.main_metric]
+              for s in SEEDS]
+    return SEEDS[int(np.argmax(scores))]
+
+
+# ------------------------------------------------------------------------------------------- tests
+
+
+EXPECTED_FILES = (
+    [f"tables/table{n}.{ext}" for n in range(1, 9) for ext in ("md", "csv", "tex")]
+    + ["figures/figure2.md"] + [f"figures/figure{n}.{ext}" for n in (3, 4) for ext in ("png", "pdf")]
+    + ["plots/spans_per_sentence.csv", "plots/dictsize_score.csv", "metrics.json", "index.md"]
+)
+
+
+def test_every_file_is_written_and_states_the_profile(tree):
+    out = tree / "out"
+    written = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
+    assert written == sorted(EXPECTED_FILES)
+    for n in range(1, 9):
+        assert (out / f"tables/table{n}.md").read_text().startswith("Profile: embedded — synthetic data")
+        assert (out / f"tables/table{n}.tex").read_text().startswith("% Profile: embedded")
+        assert set(pd.read_csv(out / f"tables/table{n}.csv")["profile"]) == {"embedded"}
+    assert (out / "figures/figure3.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (out / "figures/figure4.pdf").read_bytes()[:5] == b"%PDF-"
+    assert "tiny (for bert-base-uncased)" in (out / "tables/table1.md").read_text()
+    assert "tiny-bpe (for roberta-large)" in (out / "tables/table4.md").read_text()
+    assert "paper value not transcribed" in (out / "tables/table1.md").read_text()
+    index = (out / "index.md").read_text()
+    assert all(f"({path})" in index for path in EXPECTED_FILES if path != "index.md")
+
+
+def test_table1_mean_and_sd_equal_numpy(tree):
+    table = pd.read_csv(tree / "out/tables/table1.csv")
+    ours = table[table["statistic"] == "ours"]
+    markdown = (tree / "out/tables/table1.md").read_text()
+    columns = {"cola": ("validation", "mcc"), "mrpc": ("validation", "f1"), "stsb": ("validation", "pearson"),
+               "mnli-m": ("validation_matched", "accuracy"), "mnli-mm": ("validation_mismatched", "accuracy")}
+    for variant in ("baseline", "sf"):
+        for column, (split, metric) in columns.items():
+            task = column.split("-")[0]
+            values = [read_metrics(tree, "glue", "tiny", task, variant, s)["metrics"][split][metric] for s in SEEDS]
+            row = ours[(ours["method"] == variant) & (ours["column"] == column)].iloc[0]
+            assert row["mean_pct"] == pytest.approx(100 * np.mean(values), abs=1e-6)
+            assert row["sd_pct"] == pytest.approx(100 * np.std(values, ddof=1), abs=1e-6)
+            assert f"{100 * np.mean(values):.1f} ± {100 * np.std(values, ddof=1):.1f}" in markdown
+            best = best_seed(tree, "glue", task, variant)
+            assert row["best_seed"] == best
+            best_value = read_metrics(tree, "glue", "tiny", task, variant, best)["metrics"][split][metric]
+            assert row["best_pct"] == pytest.approx(100 * best_value, abs=1e-6)
+        # Avg: mean over tasks of the main dev metric, per seed, then mean over seeds
+        per_seed = []
+        for seed in SEEDS:
+            mains = []
+            for task in ("cola", "mrpc", "mnli", "stsb"):
+                spec = get_task(task)
+                mains.append(read_metrics(tree, "glue", "tiny", task, variant, seed)["metrics"][spec.selection_split][spec.main_metric])
+            per_seed.append(np.mean(mains))
+        avg = ours[(ours["method"] == variant) & (ours["column"] == "avg")].iloc[0]
+        assert avg["mean_pct"] == pytest.approx(100 * np.mean(per_seed), abs=1e-6)
+        assert avg["sd_pct"] == pytest.approx(100 * np.std(per_seed, ddof=1), abs=1e-6)
+
+
+def _hand_mcnemar(tree: Path, task: str) -> tuple[int, int, int, int, float]:
+    split = get_task(task).selection_split
+    frames = []
+    for variant in ("baseline", "sf"):
+        seed = best_seed(tree, "glue", task, variant)
+        path = tree / "runs/glue/tiny" / task / variant / f"seed{seed}/predictions/{split}.tsv"
+        frames.append(pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False).set_index("idx"))
+    a = (frames[0]["pred"] == frames[0]["gold"]).to_numpy()
+    b = (frames[1]["pred"] == frames[1]["gold"]).to_numpy()
+    only_a, only_b = int(np.sum(a & ~b)), int(np.sum(~a & b))
+    if only_a + only_b < 25:
+        p = min(1.0, 2 * binom.cdf(min(only_a, only_b), only_a + only_b, 0.5))
+    else:
+        p = chi2.sf((abs(only_a - only_b) - 1) ** 2 / (only_a + only_b), 1)
+    return int(np.sum(a & b)), only_a, only_b, int(np.sum(~a & ~b)), p
+
+
+def test_table2_equals_hand_mcnemar_on_the_best_runs(tree):
+    table = pd.read_csv(tree / "out/tables/table2.csv")
+    assert list(table["task"]) == ["cola", "mrpc"]  # mcnemar_tasks present in the glue study, study order
+    for task in ("cola", "mrpc"):
+        row = table[table["task"] == task].iloc[0]
+        assert row["baseline_seed"] == best_seed(tree, "glue", task, "baseline")
+        assert row["sf_seed"] == best_seed(tree, "glue", task, "sf")
+        both, only_a, only_b, neither, p = _hand_mcnemar(tree, task)
+        assert (row["both_correct"], row["only_a_correct"], row["only_b_correct"], row["both_wrong"]) == \
+            (both, only_a, only_b, neither)
+        assert row["n"] == N_EXAMPLES
+        assert row["p_value"] == pytest.approx(p, rel=1e-5)
+        assert row["method"] == ("exact" if only_a + only_b < 25 else "chi2")
+
+
+def test_tables_3_to_8_hold_the_runs_numbers(tree):
+    out = tree / "out/tables"
+    cost = pd.read_csv(out / "table3.csv")
+    assert cost["baseline_seconds"].tolist() == pytest.approx([np.mean([11.0, 12.0])] * 4)
+    assert cost["sf_seconds"].tolist() == pytest.approx([np.mean([13.5, 14.5])] * 4)
+    assert cost["ratio"].tolist() == pytest.approx([14.0 / 11.5] * 4, abs=1e-6)
+    assert set(cost["extra_parameters_percent"]) == {3.0}
+    snli = pd.read_csv(out / "table5.csv")
+    for variant in ("baseline", "sf"):
+        for split in ("validation", "test"):
+            values = [read_metrics(tree, "snli", "tiny", "snli", variant, s)["metrics"][split]["accuracy"] for s in SEEDS]
+            row = snli[(snli["variant"] == variant) & (snli["split"] == split)].iloc[0]
+            assert row["mean_pct"] == pytest.approx(100 * np.mean(values), abs=1e-6)
+    encoders = pd.read_csv(out / "table7.csv")
+    assert list(dict.fromkeys(encoders["method"])) == ["cnn-max", "cnn-cnn", "attention-max"]
+    assert set(encoders[encoders["method"] == "cnn-cnn"]["variant"]) == {"sf"}
+    ablation = pd.read_csv(out / "table6.csv")
+    assert list(dict.fromkeys(ablation["method"])) == ["baseline", "cnn-noseg", "random-seg", "chunker-seg", "sf"]
+    assert "PerceptronTagger trained here on the synthetic corpus's part-of-speech tags (data/tagger.json)" in \
+        (out / "table6.md").read_text()
+    assert "recorded in the segmented data: data/tagger.json" in (out / "table6.md").read_text()
+
+
+def test_table8_scores_unscored_test_predictions(tree):
+    table = pd.read_csv(tree / "out/tables/table8.csv")
+    task = get_task("conll2003")
+    for variant in ("baseline", "sf"):
+        values = []
+        for seed in SEEDS:
+            path = tree / "runs/ner/tiny/conll2003" / variant / f"seed{seed}/predictions/test.tsv"
+            frame = pd.read_csv(path, sep="\t", dtype=str, keep_default_na=False)
+            gold = [[task.label_id(t) for t in row.split()] for row in frame["gold"]]
+            pred = [[task.label_id(t) for t in row.split()] for row in frame["pred"]]
+            values.append(compute_metrics(task, pred, gold)["f1"])
+        row = table[(table["variant"] == variant) & (table["split"] == "test")].iloc[0]
+        assert row["mean_pct"] == pytest.approx(100 * np.mean(values), abs=1e-6)
+
+
+def test_best_run_selection_ties_and_nan():
+    def run(seed: int, score) -> Run:
+        return Run("glue", "tiny", "cola", "sf", seed, Path(f"seed{seed}"),
+                   {"task": "cola", "main_metric": "mcc", "metrics": {"validation": {"mcc": score}}})
+
+    assert best_run([run(1, 0.2), run(2, 0.5), run(3, 0.4)]).seed == 2
+    assert best_run([run(3, 0.5), run(2, 0.5)]).seed == 2  # tie: lowest seed
+    assert best_run([run(1, None), run(2, 0.1)]).seed == 2  # NaN never wins
+    summary = summarize([0.5, 0.7, float("nan")])
+    assert (summary.n, summary.mean, summary.sd) == (2, pytest.approx(0.6), pytest.approx(np.std([0.5, 0.7], ddof=1)))
+
+
+def test_figure_data_and_metrics(tree):
+    out = tree / "out"
+    spans = pd.read_csv(out / "plots/spans_per_sentence.csv")
+    cola = spans[spans["task"] == "cola"].set_index("dict_size")["mean_spans"]
+    assert cola.to_dict() == pytest.approx({0: 10.0, 20000: 8.0, 100000: 4.0})
+    mrpc = spans[spans["task"] == "mrpc"].set_index("dict_size")["mean_spans"]
+    assert mrpc.to_dict() == pytest.approx({0: 11.0, 20000: 7.0, 100000: 3.0})  # mean of both sentences
+    scores = pd.read_csv(out / "plots/dictsize_score.csv")
+    assert len(scores) == 2 * 2 * len(SIZES)
+    row = scores[(scores["task"] == "mrpc") & (scores["method"] == "random") & (scores["dict_size"] == 20000)].iloc[0]
+    expected = np.mean([read_metrics(tree, "dictsize", "tiny", "mrpc", "random-20000", s)["metrics"]["validation"]["f1"]
+                        for s in SEEDS])
+    assert row["score"] == pytest.approx(100 * expected, abs=1e-6)
+    metrics = json.loads((out / "metrics.json").read_text())
+    cola_glue = metrics["glue"]["tiny"]["cola"]
+    base = np.mean([read_metrics(tree, "glue", "tiny", "cola", "baseline", s)["metrics"]["validation"]["mcc"] for s in SEEDS])
+    assert cola_glue["baseline"] == pytest.approx(base, abs=1e-6)
+    assert cola_glue["diff"] == pytest.approx(cola_glue["sf"] - cola_glue["baseline"], abs=2e-6)
+    assert set(metrics) == {"profile", "glue", "backbones", "snli", "ner"}
+    assert "average" in metrics["glue"]["tiny"]
+
+
+def test_figure2_brackets_spans_of_present_methods(tree):
+    text = (tree / "out/figures/figure2.md").read_text()
+    assert text.startswith("Profile: embedded")
+    assert "### idx 0" in text and "### idx 1" in text and "### idx 2" not in text
+    assert "n-gram (main dictionary), 100000 entries: `[w00 w01] [w02 w03 w04]`" in text
+    assert "random: `[w00] [w01 w02 w03 w04]`" in text
+    assert "chunker, tagger data/tagger.json: `[w00 w01 w02] [w03] [w04]`" in text
+    mrpc = text[text.index("## mrpc"):]
+    assert "sentence 2, n-gram (main dictionary), 100000 entries: `[v00 v01 v02]`" in mrpc
+    assert "random:" not in mrpc  # only n-gram segmentation exists for MRPC
+
+
+def test_second_run_is_byte_identical(tree):
+    first = build_reports(PARAMS, tree / "runs", tree / "segmented")
+    again_dir = tree / "again"
+    write_reports(PARAMS, tree / "runs", tree / "segmented", again_dir)
+    for relative, data in first.items():
+        assert (tree / "out" / relative).read_bytes() == data, relative
+        assert (again_dir / relative).read_bytes() == data, relative
+
+
+def test_missing_expected_run_names_its_path(tree, tmp_path):
+    params = copy.deepcopy(PARAMS)
+    params["studies"]["glue"]["seeds"] = [1, 2, 3]
+    with pytest.raises(SpanftError) as info:
+        write_reports(params, tree / "runs", tree / "segmented", tmp_path / "out")
+    message = str(info.value)
+    assert "\n" not in message
+    assert str(tree / "runs/glue/tiny/cola/baseline/seed3") in message
+    assert not (tmp_path / "out").exists()  # nothing written when an input is missing
+
+
+def test_other_directories_are_ignored(tree, tmp_path):
+    stray = tree / "runs/glue/tiny/cola/other-variant/seed9"
+    stray.mkdir(parents=True)
+    (stray / "metrics.json").write_text("not json")
+    try:
+        assert build_reports(PARAMS, tree / "runs", tree / "segmented")["tables/table1.md"] == \
+            (tree / "out/tables/table1.md").read_bytes()
+    finally:
+        (stray / "metrics.json").unlink()
+        stray.rmdir()
+        stray.parent.rmdir()
+
+
+def test_paper_values_appear_beside_ours(tree, tmp_path):
+    values = tmp_path / "paper.yaml"
+    values.write_text("table1:\n  bert-base-uncased:\n    sf:\n      cola: 61.5\n")
+    files = build_reports(PARAMS, tree / "runs", tree / "segmented", paper_values=values)
+    table = pd.read_csv(io.BytesIO(files["tables/table1.csv"]))
+    paper = table[(table["statistic"] == "paper") & (table["method"] == "sf") & (table["column"] == "cola")]
+    assert paper["mean_pct"].tolist() == [61.5]
+    assert "| 61.5 " in files["tables/table1.md"].decode()
+
+
+def test_glue_submission_uses_the_best_seed(tree, tmp_path, caplog):
+    out_zip = tmp_path / "sub.zip"
+    with caplog.at_level(logging.WARNING, logger="spanft"):
+        used = glue_submission(tree / "runs/glue/tiny", "sf", out_zip)
+    with zipfile.ZipFile(out_zip) as archive:
+        names = sorted(archive.namelist())
+        assert names == ["AX.tsv", "CoLA.tsv", "MNLI-m.tsv", "MNLI-mm.tsv", "MRPC.tsv", "STS-B.tsv"]
+        cola_seed = best_seed(tree, "glue", "cola", "sf")
+        predictions = pd.read_csv(tree / f"runs/glue/tiny/cola/sf/seed{cola_seed}/predictions/test.tsv", sep="\t",
+                                  dtype=str, keep_default_na=False)
+        expected = "index\tprediction\n" + "".join(
+            f"{i}\t{ {'unacceptable': '0', 'acceptable': '1'}[p] }\n".replace(" ", "")
+            for i, p in zip(predictions["idx"], predictions["pred"]))
+        assert archive.read("CoLA.tsv").decode() == expected
+        mnli_seed = best_seed(tree, "glue", "mnli", "sf")
+        assert used["AX"] == tree / f"runs/glue/tiny/mnli/sf/seed{mnli_seed}/predictions/ax.tsv"
+    assert "SST-2" in caplog.text and "QQP" in caplog.text  # the missing leaderboard files are listed
+
+
+def test_glue_submission_without_runs_is_an_error(tmp_path):
+    (tmp_path / "glue").mkdir()
+    with pytest.raises(SpanftError, match="no GLUE runs"):
+        glue_submission(tmp_path / "glue", "sf", tmp_path / "x.zip")
+
+
+def test_cli_parsers_and_handler(tree, tmp_path):
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_parsers(parser.add_subparsers(dest="command"))
+    params_file = tmp_path / "params.yaml"
+    import yaml
+
+    params_file.write_text(yaml.safe_dump(PARAMS))
+    args = parser.parse_args(["report", "--params", str(params_file), "--runs", str(tree / "runs"),
+                              "--segmented", str(tree / "segmented"), "--out", str(tmp_path / "rep")])
+    assert args.run(args) == 0
+    assert (tmp_path / "rep/tables/table1.md").read_bytes() == (tree / "out/tables/table1.md").read_bytes()
+    args = parser.parse_args(["glue-submission", "--runs", str(tree / "runs/glue/tiny"), "--out", str(tmp_path / "s.zip")])
+    assert args.variant == "sf" and args.run(args) == 0
+    bad = parser.parse_args(["report", "--params", str(tmp_path / "none.yaml")])
+    with pytest.raises(SpanftError, match="params file not found"):
+        cli_report(bad)
+
+
+def test_interrupted_write_leaves_no_index(tree, tmp_path, monkeypatch):
+    import contextlib
+
+    import spanft.fileio
+
+    out = tmp_path / "out"
+    write_reports(PARAMS, tree / "runs", tree / "segmented", out)
+    assert (out / "index.md").is_file()
+    real = spanft.fileio.atomic_open
+    calls = []
+
+    @contextlib.contextmanager
+    def failing(target, mode="w", encoding="utf-8"):
+        calls.append(target)
+        if len(calls) == 5:
+            raise OSError("disk full")
+        with real(target, mode, encoding) as handle:
+            yield handle
+
+    monkeypatch.setattr(spanft.fileio, "atomic_open", failing)
+    with pytest.raises(OSError):
+        write_reports(PARAMS, tree / "runs", tree / "segmented", out)
+    assert not (out / "index.md").exists()  # an interrupted report never looks complete
+
+
+def test_paper_backbone_names_and_skipped_mcnemar_tasks(tree):
+    params = copy.deepcopy(PARAMS)
+    params["chunker"]["tagger"] = ""  # the paper profile: NLTK's pretrained tagger
+    del params["reports"]["paper_names"]
+    params["backbones"] = {"tiny": {"source": "hub", "hub_id": "google-bert/bert-base-uncased"}}
+    files = build_reports(params, tree / "runs", tree / "segmented")
+    table2 = files["tables/table2.md"].decode()
+    assert "tiny (for google-bert/bert-base-uncased)" in table2
+    assert "reports.mcnemar_tasks not in the glue study: sst2, qnli, rte, qqp." in table2
+    assert "tags from NLTK's pretrained averaged-perceptron tagger" in files["tables/table6.md"].decode()
+    import re
+
+    assert re.search(r"\| tiny-bpe +\|", files["tables/table4.md"].decode())  # no paper name: shown as itself
+
+
+def test_a_study_left_out_of_params_gives_a_note_not_an_error(tree):
+    params = copy.deepcopy(PARAMS)
+    del params["studies"]["ner"], params["studies"]["dictsize"]
+    files = build_reports(params, tree / "runs", tree / "segmented")
+    assert "Study `ner` is not in params.studies: no runs." in files["tables/table8.md"].decode()
+    assert files["plots/dictsize_score.csv"].decode() == "backbone,task,method,dict_size,score\n"
+    assert "ner" not in json.loads(files["metrics.json"])
+    assert files["figures/figure4.png"][:4] == b"\x89PNG"
