@@ -1,18 +1,36 @@
-"""The tiny local backbone: built from a corpus, loadable offline with AutoModel/AutoTokenizer, deterministic."""
+"""Backbones: tiny WordPiece/BERT and byte-level BPE/RoBERTa builds, hub and local sources, determinism."""
 
 from __future__ import annotations
 
+import argparse
+import filecmp
+import logging
 import os
+import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 
-from spanft.backbone import BackboneConfig, backbone_is_uncased, load_backbone, make_backbone, mlm_blocks
+from spanft import cli
+from spanft.backbone import (
+    BPE_SPECIAL_TOKENS,
+    BackboneConfig,
+    add_parsers,
+    backbone_is_uncased,
+    build_config,
+    load_backbone,
+    make_backbone,
+    mlm_blocks,
+)
 from spanft.cli import main
 from spanft.errors import SpanftError
+from spanft.features import FeatureConfig, encode_split
+from spanft.tasks import get_task
 
 TINY = dict(vocab_size=600, hidden=32, layers=1, heads=2, intermediate=64, max_len=64, mlm_batch_size=4)
 
@@ -186,3 +204,270 @@ def test_no_network_needed(built):
     # The saved directory is self-contained: nothing in it points at the hub.
     for name in os.listdir(built[0]):
         assert "huggingface.co" not in (built[0] / name).read_text(errors="ignore")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The byte-level BPE (RoBERTa-style) build
+
+
+@pytest.fixture(scope="module")
+def bpe_built(corpus, tmp_path_factory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("bpe") / "tiny-bpe"
+    return out, make_backbone(corpus, out, BackboneConfig(tokenizer="bpe", mlm_steps=4, **TINY))
+
+
+def test_bpe_backbone_loads_as_a_roberta_model(bpe_built, offline):
+    from transformers import AutoTokenizer, RobertaModel, RobertaTokenizerFast
+
+    out, summary = bpe_built
+    model, tokenizer = load_backbone(str(out))
+    assert isinstance(model, RobertaModel) and model.pooler is not None
+    assert isinstance(tokenizer, RobertaTokenizerFast) and tokenizer.is_fast
+    assert model.config.vocab_size == len(tokenizer) == summary["vocab_size"] == 600
+    assert model.config.max_position_embeddings == 64 + 2  # RoBERTa numbers positions from pad id + 1
+    assert model.config.type_vocab_size == 1 and model.config.pad_token_id == tokenizer.pad_token_id == 1
+    assert summary["parameters"] == sum(p.numel() for p in model.parameters())
+    # saved like roberta-large (no prefix space); load_backbone adds it for pre-split words
+    assert not AutoTokenizer.from_pretrained(out).add_prefix_space and tokenizer.add_prefix_space
+    ids = tokenizer(["Kalo"], ["miter"], is_split_into_words=True)["input_ids"]
+    assert tokenizer.convert_ids_to_tokens(ids)[:1] + tokenizer.convert_ids_to_tokens(ids)[-1:] == ["<s>", "</s>"]
+    assert "token_type_ids" not in tokenizer(["a"], is_split_into_words=True)
+    with torch.no_grad():  # the longest input the config allows runs
+        hidden = model(input_ids=torch.full((1, 64), 5), attention_mask=torch.ones(1, 64, dtype=torch.long))
+    assert hidden.last_hidden_state.shape == (1, 64, 32)
+
+
+def test_bpe_tokenizer_is_byte_level_and_cased(bpe_built):
+    from tokenizers import pre_tokenizers
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(bpe_built[0])
+    assert "ByteLevel" in repr(tokenizer.backend_tokenizer.pre_tokenizer)
+    assert not backbone_is_uncased(tokenizer)
+    assert tokenizer("Kalo miter")["input_ids"] != tokenizer("kalo miter")["input_ids"]
+    # Byte-level: any text, unseen scripts included, encodes without <unk> and decodes back exactly.
+    text = "Ångström, naïve café — 東京 😀 Kalo"
+    ids = tokenizer(text, add_special_tokens=False)["input_ids"]
+    assert tokenizer.unk_token_id not in ids and tokenizer.decode(ids) == text
+    # Ids: RoBERTa's specials, the 256 byte symbols in code-point order, then merged tokens.
+    by_id = [token for token, _ in sorted(tokenizer.get_vocab().items(), key=lambda item: item[1])]
+    assert by_id[:5] == BPE_SPECIAL_TOKENS == ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]
+    assert by_id[5:261] == sorted(pre_tokenizers.ByteLevel.alphabet())
+    assert all(len(token) > 1 for token in by_id[261:])
+
+
+def test_span_features_encode_on_the_bpe_backbone(bpe_built):
+    _, tokenizer = load_backbone(str(bpe_built[0]))
+    words_a, spans_a = ["Kalo", "miter", "sun", "va"], [2, 1, 1]
+    words_b, spans_b = ["ro", "pel", "dis"], [3]
+    df = pd.DataFrame({"idx": [7], "words_a": [words_a], "spans_a": [spans_a],
+                       "words_b": [words_b], "spans_b": [spans_b], "label": [1]})
+    dataset, stats = encode_split(df, tokenizer, get_task("mrpc"), FeatureConfig())
+    (record,) = dataset
+    tokens = tokenizer.convert_ids_to_tokens(record["input_ids"])
+    pieces = ["".join(tokens[s : s + n]) for s, n in zip(record["span_starts"], record["span_lengths"])]
+    # Oracle: byte-level BPE spells a word after a space as "Ġ" + word, so a span's pieces join to its words.
+    assert pieces == ["<s>", "ĠKaloĠmiter", "Ġsun", "Ġva", "</s>", "</s>", "ĠroĠpelĠdis", "</s>"]
+    assert sum(record["span_lengths"]) == len(tokens) and stats.dropped_spans == stats.dropped_pieces == 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Determinism
+
+
+def _file_bytes(directory: Path) -> dict[str, bytes]:
+    return {path.name: path.read_bytes() for path in sorted(directory.iterdir())}
+
+
+@pytest.mark.parametrize("tokenizer", ["wordpiece", "bpe"])
+def test_build_is_byte_identical_for_a_fixed_seed(corpus, tmp_path, tokenizer):
+    cfg = BackboneConfig(tokenizer=tokenizer, mlm_steps=2, **TINY)
+    make_backbone(corpus, tmp_path / "a", cfg)
+    make_backbone(corpus, tmp_path / "b", cfg)
+    first, second = _file_bytes(tmp_path / "a"), _file_bytes(tmp_path / "b")
+    assert set(first) >= {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"}
+    assert first == second
+    make_backbone(corpus, tmp_path / "c", BackboneConfig(tokenizer=tokenizer, mlm_steps=2, **{**TINY, "seed": 1}))
+    assert _file_bytes(tmp_path / "c")["model.safetensors"] != first["model.safetensors"]
+
+
+_VOCAB_DIGEST = """
+import hashlib, sys
+from pathlib import Path
+from spanft.backbone import train_byte_level_bpe, train_wordpiece
+corpus = Path(sys.argv[1])
+for tokenizer in (train_wordpiece(corpus, 120), train_byte_level_bpe(corpus, 400)):
+    print(hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode()).hexdigest())
+"""
+
+
+def test_vocabulary_is_the_same_in_fresh_processes(tmp_path):
+    # Random letter strings, each word twice: merge counts tie everywhere. The WordPiece trainer numbers
+    # word-internal characters in hash-map order, so without a fixed numbering its vocabulary varied here
+    # from process to process (3 distinct vocabularies in 4 runs before the fix).
+    rng = np.random.default_rng(0)
+    letters = list("abcdefghijklmnopqrstuvwxyz")
+    words = ["".join(rng.choice(letters, size=rng.integers(2, 7))) for _ in range(300)]
+    lines = [" ".join(words[i : i + 10]) for i in range(0, 300, 10)] * 2
+    corpus = tmp_path / "ties.txt"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    digests = [
+        subprocess.run([sys.executable, "-c", _VOCAB_DIGEST, str(corpus)], capture_output=True, text=True,
+                       check=True, env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout.split()
+        for seed in (1, 2)
+    ]
+    assert len(digests[0]) == 2 and digests[0] == digests[1]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The command line: `spanft backbone NAME --source build|hub|local`
+
+
+@pytest.fixture
+def backbone_cli(monkeypatch):
+    """``spanft.cli.main`` with this module's parsers (whether or not cli.py registers them yet)."""
+    monkeypatch.setattr(cli, "COMMANDS", [add_parsers])
+    return cli.main
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="spanft")
+    add_parsers(parser.add_subparsers(dest="command", required=True))
+    return parser.parse_args(argv)
+
+
+SIZES = {"vocab_size": "300", "hidden": "32", "layers": "1", "heads": "2", "intermediate": "64", "max_len": "64",
+         "mlm_steps": "0", "mlm_batch_size": "4", "vocab_lines": "0", "seed": "3"}
+
+
+def test_dvc_dict_unpacked_spelling_parses_like_the_hyphen_one():
+    # What DVC writes for ``${item}`` of {source: build, tokenizer: wordpiece, lowercase: false, vocab_size: ...}
+    underscore = ["backbone", "tiny", "--out", "o", "--corpus", "c", "--source", "build", "--tokenizer",
+                  "wordpiece", "--no-lowercase", *[x for key, value in SIZES.items() for x in (f"--{key}", value)]]
+    hyphen = ["backbone", "tiny", "--out", "o", "--corpus", "c", "--tokenizer", "wordpiece", "--no-lowercase",
+              *[x for key, value in SIZES.items() for x in (f"--{key.replace('_', '-')}", value)]]
+    expected = BackboneConfig(vocab_size=300, hidden=32, layers=1, heads=2, intermediate=64, max_len=64,
+                              mlm_steps=0, mlm_batch_size=4, vocab_lines=0, seed=3, lowercase=False)
+    assert build_config(_parse(underscore)) == build_config(_parse(hyphen)) == expected
+    hub = _parse(["backbone", "bert-base", "--out", "o", "--source", "hub", "--hub_id", "bert-base-uncased",
+                  "--revision", "main"])
+    assert (hub.hub_id, hub.revision, hub.source) == ("bert-base-uncased", "main", "hub")
+    assert build_config(_parse(["backbone", "x", "--out", "o"])) == BackboneConfig()
+
+
+def test_unknown_source_is_an_argparse_error(capsys):
+    with pytest.raises(SystemExit) as exit_info:
+        _parse(["backbone", "x", "--out", "o", "--source", "ftp"])
+    assert exit_info.value.code == 2 and "invalid choice: 'ftp'" in capsys.readouterr().err
+
+
+def test_cli_build_wordpiece_cased_and_bpe(backbone_cli, corpus, tmp_path, capsys):
+    sizes = [x for key, value in SIZES.items() for x in (f"--{key}", value)]
+    cased = tmp_path / "cased"
+    assert backbone_cli(["backbone", "cased", "--out", str(cased), "--corpus", str(corpus), "--source", "build",
+                         "--tokenizer", "wordpiece", "--no-lowercase", *sizes]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith(f"backbone cased: {cased}:") and "(wordpiece, cased)" in line and "\n" not in line
+    _, tokenizer = load_backbone(str(cased))
+    assert not backbone_is_uncased(tokenizer) and tokenizer.tokenize("Kalo") != tokenizer.tokenize("kalo")
+    bpe = tmp_path / "bpe"
+    sizes[1] = "400"  # vocab_size: room for the 261 specials and bytes
+    assert backbone_cli(["backbone", "tiny-bpe", "--out", str(bpe), "--corpus", str(corpus), "--tokenizer", "bpe",
+                         *sizes]) == 0
+    assert "(bpe, cased)" in capsys.readouterr().out
+    assert type(load_backbone(str(bpe))[0]).__name__ == "RobertaModel"
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--tokenizer", "bpe", "--lowercase"], "bpe is cased"),
+        (["--tokenizer", "bpe", "--vocab_size", "200"], "exceed 261"),
+        (["--source", "hub"], "--source hub needs --hub_id"),
+        (["--source", "local"], "--source local needs --path"),
+    ],
+)
+def test_cli_mistakes_are_one_line(backbone_cli, corpus, tmp_path, capsys, argv, message):
+    out = tmp_path / "out"
+    assert backbone_cli(["backbone", "x", "--out", str(out), "--corpus", str(corpus), *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("spanft: error:") and message in err and "\n" not in err
+    assert not out.exists()
+
+
+def test_build_without_corpus_is_one_line(backbone_cli, tmp_path, capsys):
+    assert backbone_cli(["backbone", "tiny", "--out", str(tmp_path / "o")]) == 2
+    assert "--source build needs --corpus" in capsys.readouterr().err
+
+
+def test_hub_offline_is_one_line_and_writes_nothing(backbone_cli, offline, tmp_path, capsys):
+    out = tmp_path / "backbones" / "bert-base"
+    argv = ["backbone", "bert-base", "--out", str(out), "--corpus", "data/corpus/train.txt", "--source", "hub",
+            "--hub_id", "spanft-tests/no-such-model", "--revision", "v1"]
+    assert backbone_cli(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("spanft: error: backbone 'spanft-tests/no-such-model' at revision v1 could not be")
+    assert "offline" in err and "--source local" in err and "\n" not in err and "Traceback" not in err
+    assert list(tmp_path.iterdir()) == []  # not even a temporary directory or the parent
+
+
+def test_hub_source_saves_what_from_pretrained_returns(backbone_cli, bpe_built, monkeypatch, tmp_path, capsys,
+                                                       caplog):
+    # No network here: stand the hub in with the local BPE build and check what the hub path does with it.
+    import transformers
+
+    calls = []
+
+    def fake(auto_class):
+        real = auto_class.from_pretrained
+
+        def from_pretrained(name, revision=None, **kwargs):
+            calls.append((auto_class.__name__, name, revision))
+            return real(bpe_built[0], **kwargs)
+
+        return from_pretrained
+
+    for auto_class in (transformers.AutoModel, transformers.AutoTokenizer):
+        monkeypatch.setattr(auto_class, "from_pretrained", fake(auto_class))
+    out = tmp_path / "roberta-large"
+    with caplog.at_level(logging.INFO, logger="spanft"):
+        assert backbone_cli(["backbone", "roberta-large", "--out", str(out), "--corpus", "unused.txt", "--source",
+                             "hub", "--hub_id", "roberta-large", "--revision", "abc123", "--vocab_size", "9"]) == 0
+    assert sorted(calls) == [("AutoModel", "roberta-large", "abc123"), ("AutoTokenizer", "roberta-large", "abc123")]
+    assert "source hub (roberta-large); ignored: --vocab_size, --corpus" in caplog.text
+    line = capsys.readouterr().out.strip()
+    assert line.startswith(f"backbone roberta-large: {out}: ") and "from the hub: roberta-large@abc123" in line
+    monkeypatch.undo()
+    saved, original = load_backbone(str(out))[0].state_dict(), load_backbone(str(bpe_built[0]))[0].state_dict()
+    assert saved.keys() == original.keys() and all(torch.equal(saved[k], original[k]) for k in saved)
+
+
+def test_local_source_copies_and_loads(backbone_cli, bpe_built, tmp_path, capsys):
+    out = tmp_path / "copy"
+    assert backbone_cli(["backbone", "mine", "--out", str(out), "--corpus", "unused.txt", "--source", "local",
+                         "--path", str(bpe_built[0])]) == 0
+    assert f"copied from {bpe_built[0]}" in capsys.readouterr().out
+    names = sorted(os.listdir(bpe_built[0]))
+    assert sorted(os.listdir(out)) == names
+    assert filecmp.cmpfiles(bpe_built[0], out, names, shallow=False)[0] == names
+    assert type(load_backbone(str(out))[0]).__name__ == "RobertaModel"
+
+
+def test_local_source_refuses_what_is_not_a_model(backbone_cli, bpe_built, tmp_path, capsys):
+    (tmp_path / "no-config").mkdir()
+    (tmp_path / "no-tokenizer").mkdir()
+    (tmp_path / "no-tokenizer" / "config.json").write_bytes((bpe_built[0] / "config.json").read_bytes())
+    broken = tmp_path / "broken"
+    broken.mkdir()
+    for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):  # weights missing
+        (broken / name).write_bytes((bpe_built[0] / name).read_bytes())
+    cases = [("missing", "not found"), ("no-config", "has no config.json"), ("no-tokenizer", "has no tokenizer"),
+             ("broken", "could not be loaded")]
+    for name, message in cases:
+        out = tmp_path / "backbones" / name
+        assert backbone_cli(["backbone", name, "--out", str(out), "--source", "local",
+                             "--path", str(tmp_path / name)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("spanft: error:") and message in err and "\n" not in err, (name, err)
+        assert not out.exists()
+    assert not (tmp_path / "backbones").exists() or list((tmp_path / "backbones").iterdir()) == []

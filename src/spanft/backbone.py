@@ -1,24 +1,33 @@
-"""The tiny local backbone for the embedded default, and loading any backbone safely.
+"""Backbones: build a tiny local one from the corpus, fetch one from the hub, or copy a local directory.
 
-``make-backbone`` trains an uncased WordPiece vocabulary on the corpus with ``tokenizers``, builds a
-small ``BertConfig``, optionally MLM-pretrains it for a few hundred steps with the HF ``Trainer``, and
-saves a normal HF model directory (``AutoModel`` / ``AutoTokenizer.from_pretrained`` load it offline,
-fast tokenizer). ``load_backbone`` is what fine-tuning uses for a local directory or a hub id.
+``spanft backbone NAME --source build|hub|local --out DIR`` writes a normal HF model directory (``AutoModel``
+/ ``AutoTokenizer.from_pretrained`` load it offline, with a fast tokenizer); ``load_backbone`` is what
+fine-tuning uses to read it back (or a hub id directly).
+
+``build`` trains a tokenizer on the corpus with ``tokenizers`` and a small model of the same family:
+  - ``wordpiece``: an uncased (``--no-lowercase``: cased) BERT WordPiece vocabulary and a ``BertModel``;
+  - ``bpe``: a cased byte-level BPE vocabulary (``<s> <pad> </s> <unk> <mask>``, a ``RobertaTokenizerFast``
+    saved with ``add_prefix_space=False`` like ``roberta-large``) and a ``RobertaModel``;
+then MLM-pretrains it for a few hundred steps with the HF ``Trainer``. Neither the vocabulary nor its ids
+depend on the trainer's hash-map order, so a fixed seed gives byte-identical files in any process.
+``make-backbone`` is the older name of ``backbone --source build`` (no NAME).
+
+This module imports neither torch nor transformers at import time: ``add_parsers`` runs for every command.
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import logging
 import os
+import shutil
 import tempfile
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator
-
-import torch
 
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_path, read_text_lines, require_file
@@ -26,26 +35,38 @@ from spanft.fileio import atomic_path, read_text_lines, require_file
 log = logging.getLogger("spanft")
 
 SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+BPE_SPECIAL_TOKENS = ["<s>", "<pad>", "</s>", "<unk>", "<mask>"]  # RoBERTa's ids 0..3, mask right after
+BYTE_ALPHABET_SIZE = 256
+TOKENIZER_KINDS = ("wordpiece", "bpe")
+SOURCES = ("build", "hub", "local")
 
 
 @dataclass(frozen=True)
 class BackboneConfig:
-    """Size of the tiny backbone and of its MLM pre-training (params: ``backbone.*``)."""
+    """Size of a built backbone and of its MLM pre-training (params: ``backbones.<name>.*``)."""
 
     vocab_size: int = 8000
     hidden: int = 128
     layers: int = 2
     heads: int = 2
     intermediate: int = 512
-    max_len: int = 256  # max_position_embeddings
+    max_len: int = 256  # longest input in tokens (BERT: max_position_embeddings; RoBERTa: that + 2)
     mlm_steps: int = 300
     mlm_batch_size: int = 32
     mlm_block_len: int = 128
     mlm_lr: float = 5e-4
     vocab_lines: int = 200_000  # corpus lines read to learn the vocabulary (0: all)
     seed: int = 0
+    tokenizer: str = "wordpiece"  # wordpiece (BERT) | bpe (byte-level, RoBERTa)
+    lowercase: bool | None = None  # None: wordpiece lower-cases, bpe keeps case
+
+    @property
+    def folds_case(self) -> bool:
+        return self.lowercase if self.lowercase is not None else self.tokenizer == "wordpiece"
 
     def validate(self) -> None:
+        if self.tokenizer not in TOKENIZER_KINDS:
+            raise SpanftError(f"backbone tokenizer must be one of {', '.join(TOKENIZER_KINDS)}, got {self.tokenizer!r}")
         for key in ("vocab_size", "hidden", "layers", "heads", "intermediate", "max_len", "mlm_batch_size"):
             if getattr(self, key) <= 0:
                 raise SpanftError(f"backbone {key.replace('_', '-')} must be positive, got {getattr(self, key)}")
@@ -53,32 +74,99 @@ class BackboneConfig:
             raise SpanftError(f"backbone mlm-steps must be >= 0, got {self.mlm_steps}")
         if self.hidden % self.heads:
             raise SpanftError(f"backbone hidden ({self.hidden}) must be a multiple of heads ({self.heads})")
-        if self.vocab_size <= len(SPECIAL_TOKENS):
+        if self.tokenizer == "bpe":
+            self._validate_bpe()
+        elif self.vocab_size <= len(SPECIAL_TOKENS):
             raise SpanftError(f"backbone vocab-size must exceed {len(SPECIAL_TOKENS)}, got {self.vocab_size}")
 
+    def _validate_bpe(self) -> None:
+        if self.lowercase:
+            raise SpanftError("backbone tokenizer bpe is cased (byte-level BPE, like RoBERTa): drop --lowercase")
+        floor = len(BPE_SPECIAL_TOKENS) + BYTE_ALPHABET_SIZE
+        if self.vocab_size <= floor:
+            raise SpanftError(
+                f"backbone vocab-size must exceed {floor} for bpe (5 special tokens + 256 bytes), got {self.vocab_size}"
+            )
 
-def train_wordpiece(corpus: Path, vocab_size: int, max_lines: int = 0):
-    """An uncased BERT WordPiece fast tokenizer trained on ``corpus`` (one paragraph a line)."""
-    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
+def train_wordpiece(corpus: Path, vocab_size: int, max_lines: int = 0, lowercase: bool = True):
+    """A BERT WordPiece fast tokenizer (uncased unless ``lowercase`` is false) trained on ``corpus``.
+
+    The trainer numbers word-internal characters (``##x``) in hash-map order, which changes from process to
+    process, and breaks ties between equally frequent merges by those numbers: the learned vocabulary itself
+    varied. A first pass without merges finds those characters; declaring them (sorted) right after the
+    special tokens fixes their numbers, so the second pass learns the same vocabulary in every process.
+    """
     from transformers import BertTokenizerFast
 
+    alphabet = _wordpiece_vocabulary(corpus, 0, max_lines, lowercase, SPECIAL_TOKENS)
+    continuing = sorted(token for token in alphabet if token.startswith("##") and len(token) == 3)
+    learned = _wordpiece_vocabulary(corpus, vocab_size, max_lines, lowercase, [*SPECIAL_TOKENS, *continuing])
+    # WordPiece only uses membership: number the special tokens first, then the rest sorted.
+    learned -= set(SPECIAL_TOKENS)
+    vocab = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *sorted(learned)])}
+    _check_vocabulary(corpus, len(vocab), len(SPECIAL_TOKENS), vocab_size)
+    return BertTokenizerFast(vocab=vocab, do_lower_case=lowercase)
+
+
+def _wordpiece_vocabulary(corpus: Path, vocab_size: int, max_lines: int, lowercase: bool, specials: list[str]) -> set:
+    from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+
     raw = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    raw.normalizer = normalizers.BertNormalizer(lowercase=True)
+    raw.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
     raw.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     trainer = trainers.WordPieceTrainer(
-        vocab_size=vocab_size, special_tokens=SPECIAL_TOKENS, min_frequency=2, show_progress=False
+        vocab_size=vocab_size, special_tokens=specials, min_frequency=2, show_progress=False
     )
-    lines = _corpus_lines(corpus)
-    raw.train_from_iterator(itertools.islice(lines, max_lines) if max_lines > 0 else lines, trainer=trainer)
-    # The trainer numbers tokens in hash-map order (it changes from process to process); WordPiece only uses
-    # membership, so renumber: special tokens first, then the rest sorted, for a byte-identical backbone.
-    learned = set(raw.get_vocab()) - set(SPECIAL_TOKENS)
-    vocab = {token: i for i, token in enumerate([*SPECIAL_TOKENS, *sorted(learned)])}
-    if len(vocab) <= len(SPECIAL_TOKENS):
+    raw.train_from_iterator(_head_lines(corpus, max_lines), trainer=trainer)
+    return set(raw.get_vocab())
+
+
+def train_byte_level_bpe(corpus: Path, vocab_size: int, max_lines: int = 0):
+    """A cased byte-level BPE ``RobertaTokenizerFast`` trained on ``corpus`` (RoBERTa's specials and layout).
+
+    Ids: the special tokens, the 256 byte symbols sorted, then one token per merge in merge order; the merge
+    ranks are the model. The trainer breaks count ties by token ids (not hash order), and the ids it hands out
+    follow this order, so the vocabulary comes out the same in every process.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import RobertaTokenizerFast
+
+    raw = Tokenizer(models.BPE())
+    raw.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    raw.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, min_frequency=2, special_tokens=BPE_SPECIAL_TOKENS,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False,
+    )
+    raw.train_from_iterator(_head_lines(corpus, max_lines), trainer=trainer)
+    model = json.loads(raw.to_str())["model"]
+    vocab: dict[str, int] = model["vocab"]
+    merges = [tuple(m) if isinstance(m, list) else tuple(m.split(" ")) for m in model["merges"]]
+    _check_vocabulary(corpus, len(vocab), len(BPE_SPECIAL_TOKENS) + BYTE_ALPHABET_SIZE, vocab_size)
+    _check_bpe_layout(vocab, merges)
+    return RobertaTokenizerFast(vocab=vocab, merges=merges, add_prefix_space=False)
+
+
+def _check_bpe_layout(vocab: dict[str, int], merges: list[tuple[str, str]]) -> None:
+    """The trainer's ids are the canonical order described above (a guard against a change in ``tokenizers``)."""
+    merged = [token for token in dict.fromkeys(a + b for a, b in merges) if token not in BPE_SPECIAL_TOKENS]
+    alphabet = sorted(set(vocab) - set(BPE_SPECIAL_TOKENS) - set(merged))
+    if sorted(vocab, key=vocab.get) != [*BPE_SPECIAL_TOKENS, *alphabet, *merged]:
+        raise RuntimeError("tokenizers' BpeTrainer numbered its vocabulary in an unexpected order")
+
+
+def _check_vocabulary(corpus: Path, size: int, floor: int, asked: int) -> None:
+    """``floor``: the entries a vocabulary has before it learns anything from the corpus."""
+    if size <= floor:
         raise SpanftError(f"{corpus}: corpus too small to train a vocabulary")
-    if len(vocab) < vocab_size:
-        log.info("vocabulary has %d entries (asked for %d: the corpus has no more)", len(vocab), vocab_size)
-    return BertTokenizerFast(vocab=vocab, do_lower_case=True)
+    if size < asked:
+        log.info("vocabulary has %d entries (asked for %d: the corpus has no more)", size, asked)
+
+
+def _head_lines(corpus: Path, max_lines: int) -> Iterator[str]:
+    lines = _corpus_lines(corpus)
+    return itertools.islice(lines, max_lines) if max_lines > 0 else lines
 
 
 def _corpus_lines(corpus: Path) -> Iterator[str]:
@@ -101,8 +189,38 @@ def bert_config(cfg: BackboneConfig, vocab_size: int):
     )
 
 
-class _BlockDataset(torch.utils.data.Dataset):
-    """Corpus token ids cut into fixed blocks ``[CLS] ... [SEP]`` of ``block_len`` ids."""
+def roberta_config(cfg: BackboneConfig, tokenizer):
+    """RoBERTa numbers positions from ``pad_token_id + 1``: ``max_len`` tokens need ``max_len + 2`` positions."""
+    from transformers import RobertaConfig
+
+    return RobertaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=cfg.hidden,
+        num_hidden_layers=cfg.layers,
+        num_attention_heads=cfg.heads,
+        intermediate_size=cfg.intermediate,
+        max_position_embeddings=cfg.max_len + 2,
+        type_vocab_size=1,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        architectures=["RobertaModel"],
+    )
+
+
+def _tokenizer_and_model_classes(corpus: Path, cfg: BackboneConfig):
+    """The trained tokenizer, the model config, and the (base model, masked-LM model) classes of its family."""
+    from transformers import BertForMaskedLM, BertModel, RobertaForMaskedLM, RobertaModel
+
+    if cfg.tokenizer == "bpe":
+        tokenizer = train_byte_level_bpe(corpus, cfg.vocab_size, cfg.vocab_lines)
+        return tokenizer, roberta_config(cfg, tokenizer), RobertaModel, RobertaForMaskedLM
+    tokenizer = train_wordpiece(corpus, cfg.vocab_size, cfg.vocab_lines, lowercase=cfg.folds_case)
+    return tokenizer, bert_config(cfg, len(tokenizer)), BertModel, BertForMaskedLM
+
+
+class _BlockDataset:
+    """Corpus token ids cut into fixed blocks ``[CLS] ... [SEP]`` of ``block_len`` ids (a map-style dataset)."""
 
     def __init__(self, blocks: list[list[int]]):
         self.blocks = blocks
@@ -141,7 +259,8 @@ def mlm_blocks(corpus: Path, tokenizer, block_len: int, max_blocks: int) -> list
 
 
 def mlm_pretrain(model, tokenizer, corpus: Path, cfg: BackboneConfig, workdir: Path) -> dict[str, float]:
-    """Pre-train a ``BertForMaskedLM`` for ``cfg.mlm_steps`` steps with the HF Trainer."""
+    """Pre-train a masked-LM model (BERT or RoBERTa) for ``cfg.mlm_steps`` steps with the HF Trainer."""
+    import torch
     from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
 
     block_len = min(cfg.mlm_block_len, cfg.max_len)
@@ -174,28 +293,92 @@ def mlm_pretrain(model, tokenizer, corpus: Path, cfg: BackboneConfig, workdir: P
 
 
 def make_backbone(corpus: str | os.PathLike, out: str | os.PathLike, cfg: BackboneConfig = BackboneConfig()) -> dict:
-    """Build the tiny backbone from ``corpus`` into the directory ``out`` (atomically). Returns a summary."""
-    from transformers import BertForMaskedLM, BertModel, set_seed
+    """Build a tiny backbone from ``corpus`` into the directory ``out`` (atomically). Returns a summary."""
+    from transformers import set_seed
 
     cfg.validate()
     corpus = require_file(corpus, "corpus")
     start = time.perf_counter()
-    tokenizer = train_wordpiece(corpus, cfg.vocab_size, cfg.vocab_lines)
-    config = bert_config(cfg, len(tokenizer))
+    tokenizer, config, base_class, mlm_class = _tokenizer_and_model_classes(corpus, cfg)
     set_seed(cfg.seed)
     summary: dict = {"vocab_size": len(tokenizer), **{k: v for k, v in asdict(cfg).items() if k != "vocab_size"}}
+    summary["lowercase"] = cfg.folds_case
     with atomic_path(out) as tmp, tempfile.TemporaryDirectory(prefix="spanft-mlm-") as workdir:
-        model = BertModel(config)  # with a pooler, so AutoModel loads without newly initialised weights
+        model = base_class(config)  # with a pooler, so AutoModel loads without newly initialised weights
         if cfg.mlm_steps > 0:
-            mlm = BertForMaskedLM(config)
+            mlm = mlm_class(config)
             summary.update(mlm_pretrain(mlm, tokenizer, corpus, cfg, Path(workdir)))
-            missing, unexpected = model.load_state_dict(mlm.bert.state_dict(), strict=False)
+            missing, unexpected = model.load_state_dict(mlm.base_model.state_dict(), strict=False)
             assert not unexpected and all(k.startswith("pooler.") for k in missing), (missing, unexpected)
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
     summary["parameters"] = sum(p.numel() for p in model.parameters())
     summary["seconds"] = round(time.perf_counter() - start, 1)
     return summary
+
+
+def fetch_hub_backbone(hub_id: str, out: str | os.PathLike, revision: str | None = None, seed: int = 0) -> dict:
+    """Download ``hub_id`` (model + tokenizer) and save it into the directory ``out`` (atomically)."""
+    from transformers import AutoModel, AutoTokenizer, set_seed
+
+    start = time.perf_counter()
+    set_seed(seed)  # weights the checkpoint lacks (a pooler, say) are initialised the same way every time
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(hub_id, revision=revision)
+        model = AutoModel.from_pretrained(hub_id, revision=revision)
+    except (OSError, ValueError) as exc:
+        at = f" at revision {revision}" if revision else ""
+        raise SpanftError(
+            f"backbone {hub_id!r}{at} could not be downloaded (unknown id or revision, or offline? "
+            f"without network use --source local --path DIR): {_first_line(exc)}"
+        ) from None
+    _require_fast(tokenizer, hub_id)
+    with atomic_path(out) as tmp:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+    return _loaded_summary(model, tokenizer, start) | {"commit": getattr(model.config, "_commit_hash", None)}
+
+
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
+
+
+def copy_local_backbone(path: str | os.PathLike, out: str | os.PathLike) -> dict:
+    """Copy a saved model directory into ``out`` (atomically) once it loads as a backbone."""
+    source, target = Path(path), Path(out)
+    if not source.is_dir():
+        raise SpanftError(f"backbone directory {source} not found")
+    if not (source / "config.json").is_file():
+        raise SpanftError(f"backbone directory {source} has no config.json (not a saved HF model)")
+    if not any((source / name).is_file() for name in TOKENIZER_FILES):
+        raise SpanftError(f"backbone directory {source} has no tokenizer (none of {', '.join(TOKENIZER_FILES)})")
+    if source.resolve() in target.resolve().parents:
+        raise SpanftError(f"backbone output {target} lies inside the directory it copies ({source})")
+    start = time.perf_counter()
+    with atomic_path(target) as tmp:
+        # symlinks are followed: a hub cache snapshot links into blobs/ that the copy must hold itself
+        shutil.copytree(source, tmp, ignore=shutil.ignore_patterns(".git"))
+        model, tokenizer = load_backbone(str(tmp))
+    return _loaded_summary(model, tokenizer, start)
+
+
+def _require_fast(tokenizer, name: str) -> None:
+    if not getattr(tokenizer, "is_fast", False):
+        raise SpanftError(f"backbone {name}: tokenizer {type(tokenizer).__name__} is not a fast tokenizer")
+
+
+def _loaded_summary(model, tokenizer, start: float) -> dict:
+    return {
+        "parameters": sum(p.numel() for p in model.parameters()),
+        "vocab_size": len(tokenizer),
+        "layers": model.config.num_hidden_layers,
+        "hidden": model.config.hidden_size,
+        "seconds": round(time.perf_counter() - start, 1),
+    }
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def load_backbone(name_or_dir: str):
@@ -212,10 +395,10 @@ def load_backbone(name_or_dir: str):
         tokenizer = AutoTokenizer.from_pretrained(name_or_dir)
         model = AutoModel.from_pretrained(name_or_dir)
     except (OSError, ValueError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise SpanftError(f"backbone {name_or_dir!r} could not be loaded (unknown id, or offline?): {first}") from None
-    if not getattr(tokenizer, "is_fast", False):
-        raise SpanftError(f"backbone {name_or_dir}: tokenizer {type(tokenizer).__name__} is not a fast tokenizer")
+        raise SpanftError(
+            f"backbone {name_or_dir!r} could not be loaded (unknown id, or offline?): {_first_line(exc)}"
+        ) from None
+    _require_fast(tokenizer, name_or_dir)
     if "ByteLevel(add_prefix_space=False" in repr(tokenizer.backend_tokenizer.pre_tokenizer):
         # Byte-level BPE (RoBERTa) needs a prefix space to encode pre-split words as it encodes running text.
         tokenizer = AutoTokenizer.from_pretrained(name_or_dir, add_prefix_space=True)
@@ -229,23 +412,121 @@ def backbone_is_uncased(tokenizer) -> bool:
     return tokenizer.tokenize("A") == tokenizer.tokenize("a") and tokenizer.tokenize("Z") == tokenizer.tokenize("z")
 
 
-def cli_make_backbone(args: argparse.Namespace) -> int:
-    cfg = BackboneConfig(
-        vocab_size=args.vocab_size,
-        hidden=args.hidden,
-        layers=args.layers,
-        heads=args.heads,
-        intermediate=args.intermediate,
-        max_len=args.max_len,
-        mlm_steps=args.mlm_steps,
-        mlm_batch_size=args.mlm_batch_size,
-        vocab_lines=args.vocab_lines,
-        seed=args.seed,
+# ---------------------------------------------------------------------------------------------------------
+# Command line. Every option has a hyphen and an underscore spelling: DVC unpacks a params dict with its keys
+# verbatim (``--vocab_size``), and booleans as ``--lowercase`` / ``--no-lowercase``.
+
+BUILD_OPTIONS = {  # option -> (type, help); defaults come from BackboneConfig
+    "vocab-size": (int, "vocabulary size"),
+    "hidden": (int, "hidden size"),
+    "layers": (int, "transformer layers"),
+    "heads": (int, "attention heads"),
+    "intermediate": (int, "feed-forward size"),
+    "max-len": (int, "longest input in tokens (position embeddings)"),
+    "mlm-steps": (int, "MLM pre-training steps (0: random init)"),
+    "mlm-batch-size": (int, "MLM batch size"),
+    "vocab-lines": (int, "corpus lines read to learn the vocabulary (0: all)"),
+}
+HUB_LOCAL_OPTIONS = ("hub_id", "revision", "path")
+
+
+def _option(parser: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, **kwargs) -> None:
+    flags = [f"--{name}"] + ([f"--{name.replace('-', '_')}"] if "-" in name else [])
+    parser.add_argument(*flags, dest=name.replace("-", "_"), **kwargs)
+
+
+def _add_build_options(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("build (a tiny backbone trained on the corpus)")
+    defaults = BackboneConfig()
+    _option(group, "tokenizer", choices=TOKENIZER_KINDS, default=None,
+            help="wordpiece: BERT, uncased by default; bpe: byte-level BPE, RoBERTa, cased (default wordpiece)")
+    group.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
+                       help="fold case (default: yes for wordpiece; bpe is always cased)")
+    for name, (kind, text) in BUILD_OPTIONS.items():
+        default = getattr(defaults, name.replace("-", "_"))
+        _option(group, name, type=kind, default=None, help=f"{text} (default {default})")
+    _option(group, "seed", type=int, default=None,
+            help=f"build: init and MLM seed; hub: seed of any weight the checkpoint lacks (default {defaults.seed})")
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:
+    """``spanft backbone`` and its older name ``spanft make-backbone`` (build only, no NAME)."""
+    p = sub.add_parser("backbone", help="write a backbone directory: build a tiny one, fetch a hub one, or copy one")
+    p.add_argument("name", metavar="NAME", help="the backbone's name (a key of params.yaml backbones:)")
+    p.add_argument("--out", required=True, help="model directory to write (from_pretrained loads it)")
+    p.add_argument("--source", choices=SOURCES, default="build", help="build (default) | hub | local")
+    p.add_argument("--corpus", default=None, help="build: corpus text file, one paragraph a line (else ignored)")
+    _add_build_options(p)
+    group = p.add_argument_group("hub / local")
+    _option(group, "hub-id", default=None, help="hub: model id, e.g. bert-base-uncased")
+    _option(group, "revision", default=None, help="hub: branch, tag or commit (default: the main branch)")
+    _option(group, "path", default=None, help="local: a saved model directory (config.json and a tokenizer)")
+    p.set_defaults(run=cli_backbone)
+    m = sub.add_parser("make-backbone", help="build a tiny local backbone (= backbone --source build, no NAME)")
+    m.add_argument("--corpus", required=True, help="corpus text file, one paragraph a line")
+    m.add_argument("--out", required=True, help="model directory to write (from_pretrained loads it)")
+    _add_build_options(m)
+    m.set_defaults(run=cli_make_backbone)
+
+
+def build_config(args: argparse.Namespace) -> BackboneConfig:
+    """The build options given on the command line over BackboneConfig's defaults."""
+    keys = [name.replace("-", "_") for name in BUILD_OPTIONS] + ["seed", "tokenizer", "lowercase"]
+    given = {key: getattr(args, key) for key in keys if getattr(args, key, None) is not None}
+    return BackboneConfig(**given)
+
+
+def cli_backbone(args: argparse.Namespace) -> int:
+    ignored = _ignored_options(args)
+    used = {"build": f"{args.tokenizer or 'wordpiece'} tokenizer", "hub": args.hub_id, "local": args.path}[args.source]
+    log.info("backbone %s: source %s (%s)%s", args.name, args.source, used,
+             f"; ignored: {', '.join(ignored)}" if ignored else "")
+    if args.source == "build":
+        if args.corpus is None:
+            raise SpanftError(f"backbone {args.name}: --source build needs --corpus FILE")
+        return _build_and_report(args, f"backbone {args.name}")
+    if args.source == "hub":
+        if not args.hub_id:
+            raise SpanftError(f"backbone {args.name}: --source hub needs --hub_id ID")
+        seed = args.seed if args.seed is not None else BackboneConfig().seed
+        summary = fetch_hub_backbone(args.hub_id, args.out, args.revision, seed)
+        commit = f" (commit {summary['commit']})" if summary.get("commit") else ""
+        origin = f"from the hub: {args.hub_id}{'@' + args.revision if args.revision else ''}{commit}"
+    else:
+        if not args.path:
+            raise SpanftError(f"backbone {args.name}: --source local needs --path DIR")
+        summary = copy_local_backbone(args.path, args.out)
+        origin = f"copied from {args.path}"
+    print(
+        f"backbone {args.name}: {args.out}: {summary['parameters']:,} parameters, vocabulary {summary['vocab_size']}, "
+        f"{summary['layers']} layers x {summary['hidden']}, {origin}, {summary['seconds']} s"
     )
+    return 0
+
+
+def _ignored_options(args: argparse.Namespace) -> list[str]:
+    """Options given on the command line that the chosen source does not read."""
+    build = [name.replace("-", "_") for name in BUILD_OPTIONS] + ["tokenizer", "lowercase"]
+    not_read = {
+        "build": HUB_LOCAL_OPTIONS,
+        "hub": (*build, "corpus", "path"),
+        "local": (*build, "corpus", "hub_id", "revision", "seed"),
+    }[args.source]
+    return [f"--{key}" for key in not_read if getattr(args, key, None) is not None]
+
+
+def cli_make_backbone(args: argparse.Namespace) -> int:
+    return _build_and_report(args, "backbone")
+
+
+def _build_and_report(args: argparse.Namespace, prefix: str) -> int:
+    cfg = build_config(args)
     summary = make_backbone(args.corpus, args.out, cfg)
     loss = f", MLM loss {summary['mlm_train_loss']:.3f}" if "mlm_train_loss" in summary else ""
+    casing = "uncased" if summary["lowercase"] else "cased"
     print(
-        f"backbone: {args.out}: {summary['parameters']:,} parameters, vocabulary {summary['vocab_size']}, "
-        f"{cfg.layers} layers x {cfg.hidden}, {cfg.mlm_steps} MLM steps{loss}, {summary['seconds']} s"
+        f"{prefix}: {args.out}: {summary['parameters']:,} parameters, vocabulary {summary['vocab_size']} "
+        f"({cfg.tokenizer}, {casing}), {cfg.layers} layers x {cfg.hidden}, {cfg.mlm_steps} MLM steps{loss}, "
+        f"{summary['seconds']} s"
     )
     return 0

@@ -79,21 +79,8 @@ def _add_segment(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=_handler("segmentation", "cli_segment"))
 
 
-def _add_make_backbone(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("make-backbone", help="build the tiny local BERT backbone (WordPiece + small config + MLM)")
-    p.add_argument("--corpus", required=True, help="corpus text file, one paragraph a line")
-    p.add_argument("--out", required=True, help="model directory to write (from_pretrained loads it)")
-    p.add_argument("--vocab-size", type=int, default=8000)
-    p.add_argument("--hidden", type=int, default=128)
-    p.add_argument("--layers", type=int, default=2)
-    p.add_argument("--heads", type=int, default=2)
-    p.add_argument("--intermediate", type=int, default=512)
-    p.add_argument("--max-len", type=int, default=256, help="max_position_embeddings")
-    p.add_argument("--mlm-steps", type=int, default=300, help="MLM pre-training steps (0: random init)")
-    p.add_argument("--mlm-batch-size", type=int, default=32)
-    p.add_argument("--vocab-lines", type=int, default=200_000, help="corpus lines read to learn the vocabulary (0: all)")
-    p.add_argument("--seed", type=int, default=0)
-    p.set_defaults(run=_handler("backbone", "cli_make_backbone"))
+def _add_backbone_commands(sub: argparse._SubParsersAction) -> None:
+    importlib.import_module("spanft.backbone").add_parsers(sub)  # `backbone` and `make-backbone`; no torch import
 
 
 def _add_finetune(sub: argparse._SubParsersAction) -> None:
@@ -199,7 +186,7 @@ def _add_report_commands(sub: argparse._SubParsersAction) -> None:
     importlib.import_module("spanft.reports").add_parsers(sub)  # stdlib-only at import time
 
 
-COMMANDS = [_add_corpus, _add_count_ngrams, _add_build_dict, _add_segment, _add_make_backbone, _add_finetune,
+COMMANDS = [_add_corpus, _add_count_ngrams, _add_build_dict, _add_segment, _add_backbone_commands, _add_finetune,
             _add_describe, _add_prepare_task, _add_submission, _add_segment_task, _add_params_commands,
             _add_report_commands]
 

@@ -7,8 +7,17 @@ Variants: ``baseline`` (plain fine-tuning, [CLS] head), ``sf`` (span fine-tuning
 Outputs (contract 8): ``<out>/predictions/<split>.tsv`` for every eval and test split and ``<out>/metrics.json``,
 written last. The run directory is built beside ``<out>`` and renamed into place at the end, so an interrupted
 or failed run never leaves a ``metrics.json`` that looks complete. Checkpoints (one per epoch) go to
-``--checkpoint-dir``; a rerun with the same settings resumes from the last one, and they are removed after
-success.
+``--checkpoint-dir``; a rerun with the same settings resumes from the last complete one, and they are removed
+after success.
+
+Several processes (``torchrun --nproc-per-node N -m spanft.cli finetune ...`` or ``accelerate launch
+--multi_gpu --num_processes N -m spanft.cli finetune ...``, which on a machine without a GPU also starts N CPU
+processes; ``accelerate launch --cpu --num_processes N`` starts ONE process unless given an MPI host file): the
+HF Trainer does the data-parallel training (gloo on CPU, NCCL on GPU), ``--batch-size`` is per process, and
+every process evaluates its shard, the Trainer gathering the predictions (the copies that pad the last batch
+dropped). Only the main process writes: it prepares the checkpoint directory while the others wait, writes the
+run directory and clears the checkpoints; the others wait for it at a barrier and return. Checkpoints record
+the number of processes: they resume only under the same number.
 """
 
 from __future__ import annotations
@@ -37,7 +46,9 @@ log = logging.getLogger("spanft")
 VARIANTS = ("baseline", "sf", "cnn-noseg", "random-seg", "chunker-seg")
 SPAN_VARIANTS = ("sf", "random-seg", "chunker-seg")
 RUN_MARKER = "spanft_run.json"  # in the checkpoint dir: the settings its checkpoints belong to
-ELAPSED_FILE = "spanft_elapsed.json"  # in each checkpoint: training seconds spent up to it
+# In each checkpoint: training seconds spent up to it. Written last, once every process has saved its part,
+# so it also marks the checkpoint as complete (a kill while saving leaves a checkpoint without it).
+ELAPSED_FILE = "spanft_elapsed.json"
 
 
 @dataclass
@@ -253,21 +264,67 @@ def _make_trainer_class():
             safetensors.torch.save_model(self.model, os.path.join(output_dir, SAFE_WEIGHTS_NAME), metadata={"format": "pt"})
             torch.save(self.args, os.path.join(output_dir, TRAINING_ARGS_NAME))
 
+        def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
+                            metric_key_prefix="eval"):
+            output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys,
+                                             metric_key_prefix)
+            key = f"{metric_key_prefix}_loss"
+            if key in output.metrics and output.predictions is not None and output.label_ids is not None:
+                output.metrics[key] = _exact_loss(self.model.span_config, output.predictions, output.label_ids)
+            return output
+
     return SpanTrainer
 
 
+def _exact_loss(span_config, logits, labels) -> float:
+    """The mean loss over every labelled example (token, for tagging) of a split, from the gathered outputs.
+
+    The Trainer's own eval loss averages per-batch means, weighting a short last batch like a full one, and
+    under several processes it also counts the copies that pad the last batch: it would depend on the batch
+    size and the number of processes. This one does not.
+    """
+    import torch
+
+    from spanft.model import classification_loss, regression_loss
+
+    logits = logits[0] if isinstance(logits, tuple) else logits
+    loss_fn = regression_loss if span_config.task_type == "regression" else classification_loss
+    loss = loss_fn(torch.as_tensor(logits), torch.as_tensor(labels))
+    return float(loss)
+
+
 def _elapsed_callback(start: float, offset: float):
-    """Writes the training seconds spent so far into each checkpoint (a resumed run adds them up)."""
+    """Writes the training seconds spent so far into each checkpoint (a resumed run adds them up).
+
+    The file is the checkpoint's completion mark: every process first finishes its part of the checkpoint
+    (each writes its own RNG state), then the main process writes the file atomically.
+    """
     from transformers import TrainerCallback
 
     class ElapsedCallback(TrainerCallback):
         def on_save(self, args, state, control, **kwargs):
+            _barrier()
             checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            if checkpoint.is_dir():
+            if state.is_world_process_zero and checkpoint.is_dir():
                 seconds = offset + time.perf_counter() - start
-                (checkpoint / ELAPSED_FILE).write_text(json.dumps({"seconds": seconds}))
+                with atomic_open(checkpoint / ELAPSED_FILE) as handle:
+                    handle.write(json.dumps({"seconds": seconds}))
 
     return ElapsedCallback()
+
+
+def _barrier() -> None:
+    """Wait for every process of a distributed run (nothing to wait for in a single process)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        dist.barrier()
+
+
+def _elapsed_seconds(checkpoint: str | None) -> float:
+    if not checkpoint:
+        return 0.0
+    return float(json.loads((Path(checkpoint) / ELAPSED_FILE).read_text(encoding="utf-8"))["seconds"])
 
 
 def _data_digest(data: Path, splits: list[str]) -> str:
@@ -277,18 +334,25 @@ def _data_digest(data: Path, splits: list[str]) -> str:
     return digest.hexdigest()
 
 
-def prepare_checkpoint_dir(options: FinetuneOptions, task: TaskSpec) -> str | None:
-    """The checkpoint to resume from, or None; checkpoints of other settings or data are cleared first."""
-    from transformers.trainer_utils import get_last_checkpoint
+def prepare_checkpoint_dir(options: FinetuneOptions, task: TaskSpec, *, main: bool = True,
+                           processes: int = 1) -> str | None:
+    """The checkpoint to resume from, or None; checkpoints of other settings, data or process count are cleared.
 
+    Only the main process (``main``) changes the directory: it clears foreign and incomplete checkpoints and
+    writes the marker; the other processes of a distributed run call this after it, read only, and find the
+    same checkpoint. A checkpoint of a different number of processes is not resumed: the effective batch
+    size and the data order would differ.
+    """
     directory = options.checkpoint_path()
-    marker = {"settings": options.fingerprint(), "data": _data_digest(Path(options.data), task.all_splits)}
+    marker = {"settings": options.fingerprint(), "data": _data_digest(Path(options.data), task.all_splits),
+              "processes": processes}
+    matches = _read_marker(directory / RUN_MARKER) == marker
+    if not main:
+        return last_complete_checkpoint(directory) if matches else None
     if directory.is_dir():
-        previous = None
-        if (directory / RUN_MARKER).is_file():
-            previous = json.loads((directory / RUN_MARKER).read_text(encoding="utf-8"))
-        if previous == marker:
-            last = get_last_checkpoint(str(directory))
+        if matches:
+            last = last_complete_checkpoint(directory)
+            _remove_incomplete_checkpoints(directory, keep=last)
             if last:
                 log.info("resuming from %s", last)
                 return last
@@ -296,8 +360,40 @@ def prepare_checkpoint_dir(options: FinetuneOptions, task: TaskSpec) -> str | No
             log.warning("%s holds checkpoints of other settings or data: removed", directory)
         clear_checkpoints(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    (directory / RUN_MARKER).write_text(json.dumps(marker, sort_keys=True), encoding="utf-8")
+    with atomic_open(directory / RUN_MARKER) as handle:
+        handle.write(json.dumps(marker, sort_keys=True))
     return None
+
+
+def _read_marker(path: Path) -> dict | None:
+    """The marker's content; None when absent or unreadable (then its checkpoints are not trusted)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _checkpoints(directory: Path) -> list[Path]:
+    """``checkpoint-<step>`` directories, latest step first."""
+    found = [p for p in directory.glob("checkpoint-*") if p.is_dir() and p.name.split("-")[-1].isdigit()]
+    return sorted(found, key=lambda p: int(p.name.split("-")[-1]), reverse=True)
+
+
+def last_complete_checkpoint(directory: Path) -> str | None:
+    """The latest checkpoint that holds its completion mark (a kill while saving leaves one without)."""
+    if not directory.is_dir():
+        return None
+    for checkpoint in _checkpoints(directory):
+        if (checkpoint / ELAPSED_FILE).is_file():
+            return str(checkpoint)
+    return None
+
+
+def _remove_incomplete_checkpoints(directory: Path, keep: str | None) -> None:
+    for checkpoint in _checkpoints(directory):
+        if not (checkpoint / ELAPSED_FILE).is_file() and str(checkpoint) != keep:
+            log.warning("%s: incomplete checkpoint (interrupted while saving): removed", checkpoint)
+            shutil.rmtree(checkpoint, ignore_errors=True)
 
 
 def clear_checkpoints(directory: Path) -> None:
@@ -361,13 +457,18 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
 
     options.validate()
     task = get_task(options.task)
+    # Built first: under torchrun / accelerate launch this joins the process group.
+    args = training_arguments(options, task, str(options.checkpoint_path()))
+    main, processes = args.process_index == 0, args.world_size
+    if not main:
+        log.setLevel(logging.ERROR)  # the replicas would repeat the main process's messages
     frames = load_splits(options, task)
     span_config = span_config_for(options, task)
     if not span_config.needs_spans:
         frames = {split: _drop_spans(frame) for split, frame in frames.items()}
     out = Path(options.out)
     stale = out / "metrics.json"
-    if stale.is_file():
+    if main and stale.is_file():
         stale.unlink()
         log.info("%s: removed the previous run's metrics.json", stale)
 
@@ -383,13 +484,14 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
 
     (enable_full_determinism if not torch.cuda.is_available() else set_seed)(options.seed)
     model = SpanModel(backbone, span_config)  # the new layers' initial weights depend on the seed
-    resume = prepare_checkpoint_dir(options, task)
-    offset = json.loads((Path(resume) / ELAPSED_FILE).read_text())["seconds"] if resume and (Path(resume) / ELAPSED_FILE).is_file() else 0.0
+    with args.main_process_first(local=False, desc="checkpoint directory"):  # the others wait for the main one
+        resume = prepare_checkpoint_dir(options, task, main=main, processes=processes)
+    offset = _elapsed_seconds(resume)
     start = time.perf_counter()
     selection = task.selection_split
     trainer = _make_trainer_class()(
         model=model,
-        args=training_arguments(options, task, str(options.checkpoint_path())),
+        args=args,
         train_dataset=_model_columns(datasets[task.train_split]),
         eval_dataset=_model_columns(datasets[selection]),
         data_collator=SpanCollator(tokenizer),
@@ -404,23 +506,42 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     trainer.compute_metrics = None  # predict() below is scored by score_split, split by split
     results: dict[str, dict] = {}
     losses: dict[str, float | None] = {}  # of the loaded best model: equals its epoch's eval_loss in history
+    written: dict[str, tuple[list[str], list[str]]] = {}
+    for split in [*task.eval_splits, *task.test_splits]:  # every process takes part in predict()
+        output = trainer.predict(_model_columns(datasets[split]), metric_key_prefix=split)
+        _check_prediction_count(split, output.predictions, frames[split])
+        token_labels = output.label_ids if task.is_tagging else None
+        metrics, gold, pred = score_split(task, frames[split], output.predictions, token_labels)
+        written[split] = (gold, pred)
+        if split in task.eval_splits:
+            results[split] = {key: _nan_to_none(value) for key, value in metrics.items()}
+            losses[split] = output.metrics.get(f"{split}_loss")
+    summary = _summary(options, task, model, results, losses, best_epoch, history, train_seconds, truncation,
+                       frames, resume, processes)
+    if main:
+        write_run_directory(out, frames, written, summary)
+        clear_checkpoints(options.checkpoint_path())
+    _barrier()  # the replicas return once the run directory is in place
+    return summary
+
+
+def write_run_directory(out: Path, frames: dict[str, Any], written: dict[str, tuple[list[str], list[str]]],
+                        summary: dict) -> None:
+    """Predictions of every split, then metrics.json, built beside ``out`` and renamed into place."""
     with atomic_path(out) as tmp:
         (tmp / "predictions").mkdir(parents=True)
-        for split in [*task.eval_splits, *task.test_splits]:
-            output = trainer.predict(_model_columns(datasets[split]), metric_key_prefix=split)
-            token_labels = output.label_ids if task.is_tagging else None
-            metrics, gold, pred = score_split(task, frames[split], output.predictions, token_labels)
+        for split, (gold, pred) in written.items():
             write_predictions(tmp / "predictions" / f"{split}.tsv", frames[split]["idx"], gold, pred)
-            if split in task.eval_splits:
-                results[split] = {key: _nan_to_none(value) for key, value in metrics.items()}
-                losses[split] = output.metrics.get(f"{split}_loss")
-        summary = _summary(options, task, model, results, losses, best_epoch, history, train_seconds, truncation,
-                           frames, resume)
         with atomic_open(tmp / "metrics.json") as handle:  # last: its presence means the run is complete
             json.dump(summary, handle, indent=2, sort_keys=False)
             handle.write("\n")
-    clear_checkpoints(options.checkpoint_path())
-    return summary
+
+
+def _check_prediction_count(split: str, predictions, frame) -> None:
+    """One prediction per example: a distributed gather that kept its padding copies would fail here."""
+    rows = len(predictions[0] if isinstance(predictions, tuple) else predictions)
+    if rows != len(frame):
+        raise RuntimeError(f"{split}: {rows} predictions for {len(frame)} examples")
 
 
 def _model_columns(dataset):
@@ -474,16 +595,19 @@ def _history(trainer) -> list[dict[str, float]]:
     return [{"epoch": epoch, **row} for epoch, row in sorted(by_epoch.items())]
 
 
-def _device_name() -> str:
+def _device_name(processes: int = 1) -> str:
     import torch
 
+    each = " each" if processes > 1 else ""
     if torch.cuda.is_available():
-        return f"cuda ({torch.cuda.get_device_name(0)})"
-    return f"cpu ({os.cpu_count()} cores, {torch.get_num_threads()} threads)"
+        name = f"cuda ({torch.cuda.get_device_name(0)})"
+    else:
+        name = f"cpu ({os.cpu_count()} cores, {torch.get_num_threads()} threads{each})"
+    return name if processes == 1 else f"{name} x {processes} processes"
 
 
 def _summary(options, task, model, results, losses, best_epoch, history, train_seconds, truncation, frames,
-             resume) -> dict:
+             resume, processes: int = 1) -> dict:
     backbone_params = model.backbone_parameter_count()
     extra_params = model.extra_parameter_count()
     return {
@@ -498,7 +622,7 @@ def _summary(options, task, model, results, losses, best_epoch, history, train_s
         "epochs": options.epochs,
         "history": history,
         "train_seconds": round(train_seconds, 3),
-        "device": _device_name(),
+        "device": _device_name(processes),
         "backbone_parameters": backbone_params,
         "extra_parameters": extra_params,
         "extra_parameters_percent": round(100.0 * extra_params / backbone_params, 4),
@@ -532,5 +656,7 @@ def options_from_args(args: argparse.Namespace) -> FinetuneOptions:
 
 
 def cli_finetune(args: argparse.Namespace) -> int:
-    print(summary_line(run_finetune(options_from_args(args))))
+    summary = run_finetune(options_from_args(args))
+    if os.environ.get("RANK", "0") == "0":  # torchrun and accelerate launch number the processes in RANK
+        print(summary_line(summary))
     return 0
