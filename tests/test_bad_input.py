@@ -110,9 +110,8 @@ def prepare(task: str, data_dir: str) -> list[str]:
     return ["prepare-task", task, "--source", "local", "--data-dir", data_dir, "--out", OUT]
 
 
-def finetune(*extra: str) -> list[str]:
-    return ["finetune", "--task", "cola", "--backbone", "data/backbones/tiny", "--data", "data/tasks/cola",
-            "--out", OUT, *extra]
+def finetune(*extra: str, backbone: str = "data/backbones/tiny") -> list[str]:
+    return ["finetune", "--task", "cola", "--backbone", backbone, "--data", "data/tasks/cola", "--out", OUT, *extra]
 
 
 CASES = [
@@ -133,7 +132,7 @@ CASES = [
     Case("missing-dir", "missing local data directory", nothing, prepare("cola", "no/such/dir"),
          "no/such/dir: data directory not found"),
     Case("unknown-task", "unknown task", nothing, ["describe", "squad"], "unknown task 'squad'"),
-    Case("unknown-backbone", "unknown backbone directory", prepared_cola, finetune("--variant", "baseline"),
+    Case("unknown-backbone", "backbone directory missing (unknown backbone name)", prepared_cola, finetune("--variant", "baseline"),
          "backbone directory data/backbones/tiny not found"),
     Case("unknown-variant", "unknown variant", prepared_cola, finetune("--variant", "sff"), "unknown variant 'sff'"),
     Case("unknown-profile", "unknown profile", nothing, ["profile", "gpu", "--root", str(ROOT)],
@@ -157,7 +156,7 @@ CASES = [
          ["prepare-task", "cola", "--source", "hf", "--out", OUT], "cola",
          env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}),
     Case("hub-offline-backbone", "hub backbone without network", prepared_cola,
-         finetune("--variant", "baseline", "--backbone", "bert-base-uncased"), "backbone 'bert-base-uncased' could not be loaded",
+         finetune("--variant", "baseline", backbone="bert-base-uncased"), "backbone 'bert-base-uncased' could not be loaded",
          env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}),
 ]
 
