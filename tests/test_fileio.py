@@ -48,3 +48,18 @@ def test_read_text_lines_names_file_and_line_on_bad_bytes(tmp_path):
 def test_missing_file_is_one_line_error(tmp_path):
     with pytest.raises(SpanftError, match="nope.txt: corpus not found"):
         list(read_text_lines(tmp_path / "nope.txt", what="corpus"))
+
+
+def test_a_killed_writers_temporary_is_swept_by_the_next_write(tmp_path):
+    target = tmp_path / "counts.tsv"
+    stale_file = tmp_path / ".counts.tsv.abc123.tmp"
+    stale_file.write_text("half", encoding="utf-8")
+    stale_dir = tmp_path / ".counts.tsv.def456.tmp"
+    stale_dir.mkdir()
+    other = tmp_path / ".other.tsv.abc123.tmp"
+    other.write_text("not ours", encoding="utf-8")
+    with atomic_open(target) as handle:
+        handle.write("done\n")
+    assert target.read_text(encoding="utf-8") == "done\n"
+    assert not stale_file.exists() and not stale_dir.exists()
+    assert other.exists()

@@ -8,6 +8,7 @@ finished.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import tempfile
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import IO, Iterator
 
 from spanft.errors import SpanftError, where
+
+log = logging.getLogger("spanft")
 
 
 @contextlib.contextmanager
@@ -25,6 +28,7 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temporaries(target)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp = Path(tmp_name)
@@ -41,6 +45,22 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
             shutil.rmtree(tmp, ignore_errors=True)
         elif tmp.exists():
             tmp.unlink()
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """Temporaries of ``target`` left by a killed writer (SIGKILL skips ``finally``): one writer per target."""
+    for stale in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
+        log.info("removing %s, left by an interrupted earlier write", stale)
+        if stale.is_dir() and not stale.is_symlink():
+            shutil.rmtree(stale, ignore_errors=True)
+        else:
+            stale.unlink(missing_ok=True)
+
+
+def glob_escape(name: str) -> str:
+    import glob
+
+    return glob.escape(name)
 
 
 @contextlib.contextmanager
