@@ -237,7 +237,7 @@ class TableBuilder:
                 paper_row["Avg"] = paper_cell(self.paper.get(paper_table, paper_backbone, method.key, "avg"))
                 self._add_paper_data(data, backbone, method, columns, paper_table, paper_backbone)
                 label = {"Backbone": self.backbone_label(backbone), "Method": method.label}
-                rows.append({**label, "Statistic": f"mean ± sd ({len(seeds)} seeds)", **row_mean})
+                rows.append({**label, "Statistic": f"mean ± sd ({len(seeds)} seed{'' if len(seeds) == 1 else 's'})", **row_mean})
                 if include_best:
                     rows.append({**label, "Statistic": "best run (seed)", **row_best})
                 rows.append({**label, "Statistic": "paper", **paper_row})
