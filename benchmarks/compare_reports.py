@@ -20,8 +20,9 @@ SECONDS = re.compile(r"\d+\.\d+")  # in Table 3 every decimal number is a measur
 
 
 def comparable(relative: str, data: bytes) -> bytes:
-    if relative in TIMED:
-        return SECONDS.sub("#", data.decode("utf-8")).encode("utf-8")
+    if relative in TIMED:  # times blanked, and the Markdown column padding that follows their width
+        text = SECONDS.sub("#", data.decode("utf-8"))
+        return re.sub(r"[ -]+", " ", text).encode("utf-8")
     return data
 
 

@@ -43,6 +43,17 @@ def make_project(project: Path) -> None:
     sh(project, "git", "-c", "user.name=spanft", "-c", "user.email=spanft@localhost", "commit", "-qm", "reduced graph")
 
 
+def experiments_table(csv_text: str) -> str:
+    """`dvc exp show --csv` cut to each experiment's dict_size and GLUE average scores."""
+    import io
+
+    import pandas as pd
+
+    table = pd.read_csv(io.StringIO(csv_text))
+    keep = ["Experiment", "rev", "dict_size"] + [c for c in table.columns if "average" in c and "glue" in c]
+    return table[[c for c in keep if c in table.columns]].to_string(index=False)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workers", type=int, default=2)
@@ -67,7 +78,7 @@ def main() -> int:
             time.sleep(5)
         print(f"dvc queue start -j {args.workers}: {len(args.sizes)} experiments in {time.perf_counter() - start:.0f} s")
         print(status)
-        print(sh(project, "dvc", "exp", "show", "--no-pager", "--drop", "Created", "--keep", "dict_size"))
+        print(experiments_table(sh(project, "dvc", "exp", "show", "--csv")))
         failed = "Failed" in status
         subprocess.run(["dvc", "queue", "stop"], cwd=project, capture_output=True)
     return 1 if failed else 0
