@@ -18,6 +18,7 @@ from typing import Any
 
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open
+from spanft.hparams import HPARAM_TYPES
 
 log = logging.getLogger("spanft")
 
@@ -26,9 +27,7 @@ ENCODERS = ("cnn-max", "attention-max", "attention-attention")
 SEGMENTATION_METHODS = ("ngram", "random")
 
 _INT, _FLOAT, _STR, _BOOL = int, float, str, bool
-_HPARAMS = {"epochs": _INT, "lr": _FLOAT, "batch_size": _INT, "eval_batch_size": _INT, "max_seq_len": _INT,
-            "max_spans": _INT, "max_span_len": _INT, "dropout": _FLOAT, "cls_vector": _STR,
-            "max_train_examples": _INT, "max_eval_examples": _INT}
+_HPARAMS = HPARAM_TYPES  # one definition: what `finetune --hparams` accepts
 _BUILD = {"source": _STR, "tokenizer": _STR, "lowercase": _BOOL, "vocab_size": _INT, "hidden": _INT,
           "layers": _INT, "heads": _INT, "intermediate": _INT, "max_len": _INT, "mlm_steps": _INT,
           "mlm_batch_size": _INT, "vocab_lines": _INT, "seed": _INT, "hub_id": _STR, "revision": _STR,
