@@ -70,7 +70,9 @@ def main() -> int:
         for size in args.sizes:
             sh(project, "dvc", "exp", "run", "--queue", "-S", f"dict_size={size}")
         start = time.perf_counter()
-        sh(project, "dvc", "queue", "start", "-j", str(args.workers))
+        # `dvc queue start` can wait on an idle worker after the queue drains: poll the queue, not the process
+        starter = subprocess.Popen(["dvc", "queue", "start", "-j", str(args.workers)], cwd=project,
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
         while True:
             status = sh(project, "dvc", "queue", "status")
             if not any(word in status for word in ("Running", "Queued")):
@@ -80,7 +82,9 @@ def main() -> int:
         print(status)
         print(experiments_table(sh(project, "dvc", "exp", "show", "--csv")))
         failed = "Failed" in status
-        subprocess.run(["dvc", "queue", "stop"], cwd=project, capture_output=True)
+        subprocess.run(["dvc", "queue", "stop", "--kill"], cwd=project, capture_output=True)
+        starter.kill()
+        starter.wait()
     return 1 if failed else 0
 
 
