@@ -42,7 +42,7 @@ def lookup(tree: Any, dotted: str, path: str | Path) -> Any:
 
 def load_hparams(spec: str) -> dict[str, Any]:
     """The checked hyper-parameter block named by ``FILE:KEY`` (``params.yaml:hparams.cola``)."""
-    import yaml
+    from spanft.params import load_params
 
     path, sep, key = spec.rpartition(":")
     if not sep or not path or not key:
@@ -50,10 +50,7 @@ def load_hparams(spec: str) -> dict[str, Any]:
     file = Path(path)
     if not file.is_file():
         raise SpanftError(f"--hparams: {file} not found")
-    try:
-        tree = yaml.safe_load(file.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise SpanftError(f"{file}: not valid YAML: {str(exc).splitlines()[0]}") from None
+    tree = load_params(file)
     block = lookup(tree, key, file)
     if not isinstance(block, dict):
         raise SpanftError(f"{file}: {key} must be a mapping of hyper-parameters, found {type(block).__name__}")

@@ -207,22 +207,9 @@ def _seeds_found(variant_dir: Path) -> list[int]:
 # ------------------------------------------------------------------------------------------- CLI
 
 
-def load_params(path: str | Path) -> dict:
-    import yaml
-
-    path = Path(path)
-    if not path.is_file():
-        raise SpanftError(f"{path}: params file not found")
-    try:
-        tree = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError) as exc:
-        raise SpanftError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    if not isinstance(tree, dict):
-        raise SpanftError(f"{path}: expected a mapping of parameters")
-    return tree
-
-
 def cli_report(args: argparse.Namespace) -> int:
+    from spanft.params import load_params
+
     write_reports(load_params(args.params), args.runs, args.segmented, args.out, params_name=str(args.params),
                   paper_values=args.paper_values)
     return 0
