@@ -21,7 +21,7 @@ WORK = Path(__file__).resolve().parent / "_work"
 
 def corpus(tokens: int, seed: int) -> Path:
     """The synthetic corpus of about ``tokens`` words (generated once, then reused)."""
-    from spanft.corpus import write_synthetic_corpus
+    from spanft.data.corpus import write_synthetic_corpus
 
     path = WORK / f"synthetic-{tokens}-seed{seed}.txt"
     if not path.exists():
@@ -50,8 +50,8 @@ def fast_command(path: Path, out: Path, min_count: int, max_n: int, pretokenized
 def reference_main(path: Path, out: Path, min_count: int, max_n: int) -> None:
     """The plain collections.Counter counter, writing the same file format."""
     from spanft.fileio import read_text_lines
-    from spanft.ngrams import count_ngrams_reference
-    from spanft.words import WordTokenizer
+    from spanft.text.ngrams import count_ngrams_reference
+    from spanft.text.words import WordTokenizer
 
     lines = (line for _, line in read_text_lines(path))
     entries = count_ngrams_reference(lines, WordTokenizer(), 2, max_n, min_count)

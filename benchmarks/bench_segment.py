@@ -17,11 +17,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from spanft.corpus import write_synthetic_corpus
-from spanft.ngrams import count_ngrams, write_counts
-from spanft.dictionary import read_dictionary
-from spanft.segmentation import GreedySegmenter, RandomSegmenter
-from spanft.words import WordTokenizer
+from spanft.data.corpus import write_synthetic_corpus
+from spanft.text.dictionary import read_dictionary
+from spanft.text.ngrams import count_ngrams, write_counts
+from spanft.text.segmentation import GreedySegmenter, RandomSegmenter
+from spanft.text.words import WordTokenizer
 
 
 def best_of(repeats: int, fn) -> float:

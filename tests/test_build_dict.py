@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 
 import pytest
@@ -10,9 +9,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spanft.cli import main
-from spanft.dictionary import read_dictionary, sort_key, write_entries
 from spanft.errors import SpanftError
-from spanft.ngrams import build_dictionary
+from spanft.text.dictionary import (
+    build_dictionary,
+    read_dictionary,
+    sort_key,
+    write_entries,
+)
 
 ENTRIES = [(("new", "york"), 50), (("of", "the"), 50), (("in", "the", "end"), 12), (("a", "b"), 10)]
 

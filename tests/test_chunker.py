@@ -10,7 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from spanft.chunker import (
+from spanft.cli import main
+from spanft.errors import SpanftError
+from spanft.text.chunker import (
     ChunkSegmenter,
     chunk_lengths,
     load_pretrained_tagger,
@@ -19,9 +21,7 @@ from spanft.chunker import (
     save_tagger,
     train_tagger,
 )
-from spanft.cli import main
-from spanft.errors import SpanftError
-from spanft.segmentation import read_segmentation_info
+from spanft.text.segmentation import read_segmentation_info
 
 # Invented words: a tiny tagged language written for these tests.
 DETS, ADJS, NOUNS = ["the", "a", "every"], ["blorn", "quiv", "sadd"], ["zib", "mupp", "tarn", "fesk"]
@@ -156,7 +156,7 @@ def test_cli_train_tagger_segment_and_segment_task(tmp_path, capsys):
 
 
 def test_tagger_trained_on_synthetic_corpus(tmp_path):
-    corpus = pytest.importorskip("spanft.corpus")
+    corpus = pytest.importorskip("spanft.data.corpus")
     path = tmp_path / "tagged.txt"
     corpus.write_tagged_sentences(path, 200, 0)
     sentences = read_tagged_sentences(path)

@@ -11,9 +11,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
-from spanft import corpus
 from spanft.cli import main
-from spanft.corpus import Token, language_for_seed, write_synthetic_corpus, write_tagged_sentences
+from spanft.data import corpus
+from spanft.data.corpus import write_synthetic_corpus, write_tagged_sentences
+from spanft.data.language import SyntheticLanguage, Token, language_for_seed
 from spanft.errors import SpanftError
 
 # The Penn Treebank tag set, written out here independently of the module under test.
@@ -59,11 +60,11 @@ def entity_spans(sentence: list[Token]) -> list[tuple[tuple[str, ...], str]]:
 
 
 def test_same_seed_same_language_and_sentences():
-    a, b = corpus.SyntheticLanguage(7), corpus.SyntheticLanguage(7)
+    a, b = SyntheticLanguage(7), SyntheticLanguage(7)
     assert a.mwes == b.mwes and a.words_by_tag == b.words_by_tag
     ra, rb = np.random.default_rng(1), np.random.default_rng(1)
     assert [a.sentence(ra) for _ in range(50)] == [b.sentence(rb) for _ in range(50)]
-    assert corpus.SyntheticLanguage(8).words_by_tag["NN"][:50] != a.words_by_tag["NN"][:50]
+    assert SyntheticLanguage(8).words_by_tag["NN"][:50] != a.words_by_tag["NN"][:50]
 
 
 def test_tags_are_ptb_and_iob2(sentences):

@@ -22,8 +22,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from spanft.tasks import get_task
-from spanft.train import FinetuneOptions, run_finetune
+from spanft.data.registry import get_task
+from spanft.train.finetune import run_finetune
+from spanft.train.options import FinetuneOptions
 
 dist = pytest.importorskip("torch.distributed")
 if not (dist.is_available() and dist.is_gloo_available()):
@@ -45,8 +46,10 @@ def _random_spans(words, rng: np.random.Generator) -> list[int]:
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> Path:
     """Segmented sst2 and conll2003 data and a tiny backbone without dropout."""
-    from spanft.backbone import BackboneConfig, make_backbone
-    from spanft.task_data import SyntheticSizes, load_task, write_prepared
+    from spanft.model.backbone import BackboneConfig, make_backbone
+
+    from spanft.data.columns import SyntheticSizes
+    from spanft.data.prepare import load_task, write_prepared
 
     root = tmp_path_factory.mktemp("ddp")
     rng = np.random.default_rng(0)

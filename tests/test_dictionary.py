@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from spanft.dictionary import read_dictionary, sort_key, write_entries
 from spanft.errors import SpanftError
+from spanft.text.dictionary import read_dictionary, sort_key, write_entries
 
 
 def test_round_trip_keeps_order(tmp_path):

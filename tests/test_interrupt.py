@@ -21,8 +21,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from spanft.tasks import get_task
-from spanft.train import ELAPSED_FILE, RUN_MARKER, FinetuneOptions, prepare_checkpoint_dir
+from spanft.data.registry import get_task
+from spanft.train.checkpoints import ELAPSED_FILE, RUN_MARKER, prepare_checkpoint_dir
+from spanft.train.options import FinetuneOptions
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
 
@@ -77,7 +78,7 @@ def _partial_temp(target: Path) -> Callable[[], bool]:
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> Path:
     """~2M words: count-ngrams with --min-count 1 writes ~2.5M lines (about a second of writing)."""
-    from spanft.corpus import write_synthetic_corpus
+    from spanft.data.corpus import write_synthetic_corpus
 
     path = tmp_path_factory.mktemp("corpus") / "corpus.txt"
     write_synthetic_corpus(path, 2_000_000, seed=0)
@@ -144,8 +145,10 @@ def _random_spans(words, rng: np.random.Generator) -> list[int]:
 @pytest.fixture(scope="module")
 def task_workspace(tmp_path_factory) -> Path:
     """Segmented synthetic sst2 (enough training examples for an epoch to take a noticeable time) and a backbone."""
-    from spanft.backbone import BackboneConfig, make_backbone
-    from spanft.task_data import SyntheticSizes, load_task, write_prepared
+    from spanft.model.backbone import BackboneConfig, make_backbone
+
+    from spanft.data.columns import SyntheticSizes
+    from spanft.data.prepare import load_task, write_prepared
 
     root = tmp_path_factory.mktemp("finetune")
     write_prepared(load_task("sst2", "synthetic", sizes=SyntheticSizes(train=320, eval=40, test=20)), root / "prepared")

@@ -11,9 +11,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from spanft.cli import main
+from spanft.data.prepare import load_task, write_prepared
+from spanft.data.readers import read_local, to_iob2
+from spanft.data.registry import TASKS, get_task
 from spanft.errors import SpanftError
-from spanft.task_data import load_task, read_local, to_iob2, write_prepared
-from spanft.tasks import TASKS, get_task
 
 
 def write(path: Path, lines: list[str], bom: bool = False) -> Path:

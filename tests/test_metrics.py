@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from spanft.data.metrics import compute_metrics
+from spanft.data.registry import get_task
 from spanft.errors import SpanftError
-from spanft.metrics import compute_metrics
-from spanft.tasks import get_task
 
 
 def test_cola_mcc_by_hand():
@@ -112,7 +112,7 @@ def test_binary_metrics_match_slow_loops(pairs):
 
 
 def test_every_task_reports_its_main_metric():
-    from spanft.tasks import TASKS
+    from spanft.data.registry import TASKS
 
     for task in TASKS.values():
         if task.is_tagging:

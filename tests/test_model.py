@@ -10,10 +10,7 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
-
-from spanft.errors import SpanftError
-from spanft.model import (
+from spanft.model.span_model import (
     ENCODERS,
     HEADS,
     SegmentConv,
@@ -23,6 +20,9 @@ from spanft.model import (
     masked_max,
     predictions_from_logits,
 )
+from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
+
+from spanft.errors import SpanftError
 
 HIDDEN = 16
 
@@ -194,7 +194,7 @@ def test_fixed_gather_width_gives_the_same_result(monkeypatch, encoder, task_typ
     batch = random_batch(6)
     with torch.no_grad():
         dynamic = model(*batch[:2], span_starts=batch[2], span_lengths=batch[3]).logits
-        monkeypatch.setattr("spanft.model.gather_width", lambda lengths, limit: limit)
+        monkeypatch.setattr("spanft.model.span_model.gather_width", lambda lengths, limit: limit)
         fixed = model(*batch[:2], span_starts=batch[2], span_lengths=batch[3]).logits
     torch.testing.assert_close(dynamic, fixed)
 

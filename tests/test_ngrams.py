@@ -14,14 +14,14 @@ from tokenizers.pre_tokenizers import BertPreTokenizer
 
 from spanft.cli import main
 from spanft.errors import SpanftError
-from spanft.ngrams import (
+from spanft.text.ngrams import (
     _group_keys,
     count_ngrams,
     count_ngrams_reference,
     encode_corpus,
     write_counts,
 )
-from spanft.words import WordTokenizer
+from spanft.text.words import WordTokenizer
 
 # words, case variants of them, and tokens without a letter or digit (barriers)
 _WORDS = ["a", "b", "c", "the", "of", "A", "The", "x1", "1998", "é", "É"]

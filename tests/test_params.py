@@ -12,8 +12,10 @@ import pytest
 import yaml
 
 from spanft.errors import SpanftError
-from spanft.hparams import load_hparams
-from spanft.params import check_params, check_params_file, load_params, use_profile
+from spanft.params.hparams import load_hparams
+from spanft.params.load import load_params
+from spanft.params.profiles import use_profile
+from spanft.params.schema import check_params, check_params_file
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -15,11 +15,17 @@ import pandas as pd
 import pytest
 from scipy.stats import binom, chi2
 
+from spanft.data.metrics import compute_metrics
+from spanft.data.registry import get_task
 from spanft.errors import SpanftError
-from spanft.metrics import compute_metrics
-from spanft.report_runs import Run, best_run, summarize
-from spanft.reports import add_parsers, build_reports, cli_report, glue_submission, write_reports
-from spanft.tasks import get_task
+from spanft.report.build import (
+    add_parsers,
+    build_reports,
+    cli_report,
+    glue_submission,
+    write_reports,
+)
+from spanft.report.runs import Run, best_run, summarize
 
 SEEDS = [1, 2]
 SIZES = [20000, 100000]

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from spanft.cli import main
 from spanft.errors import SpanftError
-from spanft.segmentation import (
+from spanft.text.segmentation import (
     GreedySegmenter,
     RandomSegmenter,
     _HashIndex,
@@ -325,7 +325,7 @@ def test_segment_task_errors_leave_no_output(tmp_path, dict_file, capsys):
 
 
 def test_make_segmenter_rejects_unknown_method():
-    from spanft.segmentation import make_segmenter
+    from spanft.text.segmentation import make_segmenter
 
     with pytest.raises(SpanftError, match="unknown segmentation method"):
         make_segmenter("bpe")

@@ -9,7 +9,12 @@ from hypothesis import strategies as st
 from scipy.stats import binom, chi2
 
 from spanft.errors import SpanftError
-from spanft.stats import mcnemar_files, mcnemar_from_correct, mcnemar_test, read_prediction_table
+from spanft.report.stats import (
+    mcnemar_files,
+    mcnemar_from_correct,
+    mcnemar_test,
+    read_prediction_table,
+)
 
 
 def paired(both: int, only_a: int, only_b: int, neither: int) -> tuple[np.ndarray, np.ndarray]:

@@ -10,7 +10,7 @@ import pytest
 
 from spanft.cli import main
 from spanft.errors import SpanftError
-from spanft.submission import write_glue_submission
+from spanft.report.submission import write_glue_submission
 
 # stem -> (predicted label names / scores in the trainer's TSV, what the leaderboard file must say), by hand
 CASES = {

@@ -16,9 +16,10 @@ from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.linear_model import LogisticRegression, Ridge
 
 from spanft.cli import main
-from spanft.synthetic_tasks import Lexicon, generate_split, synthetic_language
-from spanft.task_data import SyntheticSizes, load_task
-from spanft.tasks import TASKS, get_task
+from spanft.data.columns import SyntheticSizes
+from spanft.data.prepare import load_task
+from spanft.data.registry import TASKS, get_task
+from spanft.data.synthetic_tasks import Lexicon, generate_split, synthetic_language
 
 SMALL = SyntheticSizes(train=60, eval=30, test=20)
 

@@ -9,9 +9,9 @@ import datasets
 import pytest
 
 from spanft.cli import main
+from spanft.data.prepare import load_task
+from spanft.data.registry import TASKS, get_task, submission_splits
 from spanft.errors import SpanftError
-from spanft.task_data import load_task
-from spanft.tasks import TASKS, get_task, submission_splits
 
 # The label orders of the GLUE / SNLI / CoNLL-2003 releases (hub ClassLabel names), written out by hand.
 EXPECTED_LABELS = {

@@ -8,13 +8,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from spanft.model.backbone import BackboneConfig, make_backbone
 from transformers import TrainerCallback
 
-from spanft.backbone import BackboneConfig, make_backbone
 from spanft.cli import main
+from spanft.data.registry import get_task
 from spanft.errors import SpanftError
-from spanft.tasks import get_task
-from spanft.train import VARIANTS, FinetuneOptions, run_finetune, word_tag_predictions
+from spanft.train.finetune import run_finetune
+from spanft.train.options import VARIANTS, FinetuneOptions
+from spanft.train.scoring import word_tag_predictions
 
 SIZES = dict(train=48, eval=24, test=16)
 TASKS = ("sst2", "rte", "stsb", "conll2003")
@@ -44,7 +46,8 @@ def _segment_dir(prepared: Path, out: Path, seed: int) -> Path:
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> Path:
     """Synthetic task data (prepared and segmented) and a tiny backbone built from its words."""
-    from spanft.task_data import SyntheticSizes, load_task, write_prepared
+    from spanft.data.columns import SyntheticSizes
+    from spanft.data.prepare import load_task, write_prepared
 
     root = tmp_path_factory.mktemp("train")
     with open(root / "corpus.txt", "w", encoding="utf-8") as corpus:
@@ -137,9 +140,9 @@ def _same_predictions(workspace, run: str, other: str) -> bool:
 
 
 def test_predictions_come_from_the_best_epoch_not_the_last(workspace, monkeypatch):
-    import spanft.train
+    import spanft.train.finetune
 
-    real = spanft.train._selection_metrics
+    real = spanft.train.finetune.selection_metrics
 
     def first_epoch_wins(task, frame):
         compute, calls = real(task, frame), []
@@ -150,7 +153,7 @@ def test_predictions_come_from_the_best_epoch_not_the_last(workspace, monkeypatc
 
         return scored
 
-    monkeypatch.setattr(spanft.train, "_selection_metrics", first_epoch_wins)
+    monkeypatch.setattr(spanft.train.finetune, "selection_metrics", first_epoch_wins)
     summary = run_finetune(_options(workspace, "runs/best-first"))
     history = summary["history"]
     assert summary["best_epoch"] == 1 and [row["eval_accuracy"] for row in history] == [1.0, 0.5]

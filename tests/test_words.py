@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers.pre_tokenizers import BertPreTokenizer
 
-from spanft.words import WordTokenizer, bert_words, has_letter_or_digit
+from spanft.text.words import WordTokenizer, bert_words, has_letter_or_digit
 
 _BERT = BertPreTokenizer()
 

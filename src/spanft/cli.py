@@ -13,7 +13,7 @@ import os
 import sys
 from typing import Callable, Sequence
 
-from spanft.errors import SpanftError
+from spanft.errors import run_command
 
 log = logging.getLogger("spanft")
 
@@ -44,7 +44,7 @@ def _add_corpus(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--hf-split", default="train")
     p.add_argument("--tagged-out", default=None, help="synthetic: also write POS-tagged sentences here (chunker tagger)")
     p.add_argument("--tagged-sentences", type=int, default=5000, help="synthetic: number of tagged sentences")
-    p.set_defaults(run=_handler("corpus", "cli_corpus"))
+    p.set_defaults(run=_handler("data.corpus", "cli_corpus"))
 
 
 def _add_count_ngrams(sub: argparse._SubParsersAction) -> None:
@@ -56,7 +56,7 @@ def _add_count_ngrams(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--min-count", type=int, default=10)
     p.add_argument("--pretokenized", action="store_true", help="split words on whitespace only")
     _add_case_flags(p)
-    p.set_defaults(run=_handler("ngrams", "cli_count_ngrams"))
+    p.set_defaults(run=_handler("text.ngrams", "cli_count_ngrams"))
 
 
 def _add_build_dict(sub: argparse._SubParsersAction) -> None:
@@ -64,7 +64,7 @@ def _add_build_dict(sub: argparse._SubParsersAction) -> None:
     p.add_argument("counts", metavar="COUNTS")
     p.add_argument("--size", type=int, required=True, help="number of entries (dict_size)")
     p.add_argument("--out", required=True)
-    p.set_defaults(run=_handler("ngrams", "cli_build_dict"))
+    p.set_defaults(run=_handler("text.dictionary", "cli_build_dict"))
 
 
 def _add_segment(sub: argparse._SubParsersAction) -> None:
@@ -76,11 +76,11 @@ def _add_segment(sub: argparse._SubParsersAction) -> None:
     _add_case_flags(p)
     p.add_argument("--seed", type=int, default=0, help="random: seed")
     p.add_argument("--tagger", default=None, help="chunker: a trained tagger file (default: NLTK's pretrained tagger)")
-    p.set_defaults(run=_handler("segmentation", "cli_segment"))
+    p.set_defaults(run=_handler("text.segmentation", "cli_segment"))
 
 
 def _add_backbone_commands(sub: argparse._SubParsersAction) -> None:
-    importlib.import_module("spanft.backbone").add_parsers(sub)  # `backbone` and `make-backbone`; no torch import
+    importlib.import_module("spanft.model.backbone").add_parsers(sub)  # `backbone` and `make-backbone`; no torch import
 
 
 def _add_finetune(sub: argparse._SubParsersAction) -> None:
@@ -108,7 +108,7 @@ def _add_finetune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dropout", type=float, default=None, help="dropout before the classifier (default 0.1)")
     p.add_argument("--max-train-examples", type=int, default=None, help="keep the first N training examples")
     p.add_argument("--max-eval-examples", type=int, default=None, help="keep the first N of each eval/test split")
-    p.set_defaults(run=_handler("train", "cli_finetune"))
+    p.set_defaults(run=_handler("train.finetune", "cli_finetune"))
 
 
 def _task_source_arguments(p: argparse.ArgumentParser) -> None:
@@ -125,14 +125,14 @@ def _task_source_arguments(p: argparse.ArgumentParser) -> None:
 def _add_describe(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("describe", help="print a task's examples per split and labels as one JSON object")
     _task_source_arguments(p)
-    p.set_defaults(run=_handler("task_data", "cli_describe"))
+    p.set_defaults(run=_handler("data.prepare", "cli_describe"))
 
 
 def _add_prepare_task(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("prepare-task", help="normalise a task's data to <out>/<split>.parquet (words, labels)")
     _task_source_arguments(p)
     p.add_argument("--out", required=True, help="directory to write (replaced atomically)")
-    p.set_defaults(run=_handler("task_data", "cli_prepare_task"))
+    p.set_defaults(run=_handler("data.prepare", "cli_prepare_task"))
 
 
 def _add_submission(sub: argparse._SubParsersAction) -> None:
@@ -140,7 +140,7 @@ def _add_submission(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pred", action="extend", nargs="+", default=[], metavar="STEM=TSV",
                    help="leaderboard stem (CoLA, MNLI-m, AX, ...) = predictions TSV (idx, gold, pred)")
     p.add_argument("--out", required=True, help="zip file to write")
-    p.set_defaults(run=_handler("submission", "cli_submission"))
+    p.set_defaults(run=_handler("report.submission", "cli_submission"))
 
 
 def _add_segment_task(sub: argparse._SubParsersAction) -> None:
@@ -152,30 +152,30 @@ def _add_segment_task(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="random: seed")
     p.add_argument("--tagger", default=None, help="chunker: a trained tagger file (default: NLTK's pretrained tagger)")
     _add_case_flags(p)
-    p.set_defaults(run=_handler("segmentation", "cli_segment_task"))
+    p.set_defaults(run=_handler("text.segmentation", "cli_segment_task"))
     t = sub.add_parser("train-tagger", help="train NLTK's PerceptronTagger on word<TAB>tag sentences")
     t.add_argument("tagged", metavar="TAGGED", help="tagged sentences (blank line between sentences)")
     t.add_argument("--out", required=True, help="tagger file to write (JSON)")
     t.add_argument("--iterations", type=int, default=5)
     t.add_argument("--seed", type=int, default=0)
-    t.set_defaults(run=_handler("chunker", "cli_train_tagger"))
+    t.set_defaults(run=_handler("text.chunker", "cli_train_tagger"))
 
 
 def _add_params_commands(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("check-params", help="check params.yaml: unknown keys, types, references")
     p.add_argument("file", nargs="?", default="params.yaml", metavar="FILE")
-    p.set_defaults(run=_handler("params", "cli_check_params"))
+    p.set_defaults(run=_handler("params.schema", "cli_check_params"))
     p = sub.add_parser("profile", help="switch profiles: copy profiles/NAME.yaml to params.yaml (embedded | paper)")
     p.add_argument("name", metavar="NAME", help="a file stem under profiles/: embedded, paper")
     p.add_argument("--root", default=".", help="project root (holds profiles/ and params.yaml)")
-    p.set_defaults(run=_handler("params", "cli_profile"))
+    p.set_defaults(run=_handler("params.profiles", "cli_profile"))
 
 
 def _check_stage_params() -> None:
     """Under ``dvc repro`` (DVC sets DVC_STAGE and DVC_ROOT), refuse to run on a params.yaml with a bad key."""
     root = os.environ.get("DVC_ROOT")
     if os.environ.get("DVC_STAGE") and root and os.path.isfile(os.path.join(root, "params.yaml")):
-        from spanft.params import check_params_file
+        from spanft.params.schema import check_params_file
 
         path = os.path.join(root, "params.yaml")
         relative = os.path.relpath(path)
@@ -183,7 +183,7 @@ def _check_stage_params() -> None:
 
 
 def _add_report_commands(sub: argparse._SubParsersAction) -> None:
-    importlib.import_module("spanft.reports").add_parsers(sub)  # stdlib-only at import time
+    importlib.import_module("spanft.report.build").add_parsers(sub)  # stdlib-only at import time
 
 
 COMMANDS = [_add_corpus, _add_count_ngrams, _add_build_dict, _add_segment, _add_backbone_commands, _add_finetune,
@@ -209,18 +209,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         format="spanft: %(message)s",
         stream=sys.stderr,
     )
-    try:
+    def body() -> int | None:
         _check_stage_params()
-        return int(args.run(args) or 0)
-    except SpanftError as exc:
-        print(f"spanft: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("spanft: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
+        return args.run(args)
 
+    return run_command(body)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -8,6 +8,7 @@ finished.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import os
 import shutil
@@ -110,3 +111,7 @@ def read_text(path: str | os.PathLike, what: str = "file") -> str:
         line = data.count(b"\n", 0, exc.start) + 1
         raise SpanftError(f"{where(path, line)}: not valid UTF-8 (byte {data[exc.start]:#04x})") from None
     return text[1:] if text.startswith("\ufeff") else text
+
+
+def file_digest(path: str | Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()

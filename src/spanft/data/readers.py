@@ -1,13 +1,4 @@
-"""Task data from three sources (hub, local official files, synthetic), normalised to one parquet schema.
-
-Prepared layout (``spanft prepare-task``): ``<out>/<split>.parquet`` per split with columns
-
-- ``idx`` int64: GLUE test files' ``index`` (the hub's ``idx``), else the row number in the source split
-  (SNLI: counting the rows without a gold label; CoNLL: the sentence number, ``-DOCSTART-`` not counted);
-- ``words_a`` (and ``words_b`` for pairs) list<string>: words in their original case, split with
-  ``WordTokenizer(lowercase=False)``; CoNLL keeps its own tokens;
-- ``label`` int64 (registry order, -1 unlabeled) or float64 for STS-B (NaN unlabeled); tagging tasks have
-  ``tags`` list<int64> (IOB2 ids; empty list unlabeled) instead.
+"""Task data from official local files (GLUE TSV, SNLI JSONL, CoNLL-2003 columns) and from the hub.
 
 A missing local test file skips that split (a warning: no submission file for it); a missing train or
 validation file is an error. Rows dropped by rule (SNLI's "-" labels, blank lines) are counted in the log.
@@ -15,109 +6,28 @@ validation file is an error. Rows dropped by rule (SNLI's "-" labels, blank line
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Mapping, Sequence
+from typing import Iterator, Sequence
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
+from spanft.data.columns import (
+    SplitColumns,
+    check_score,
+    parse_raw_label,
+    unlabeled_value,
+)
+from spanft.data.registry import SplitSpec, TaskSpec
 from spanft.errors import SpanftError, where
-from spanft.fileio import atomic_path, read_text_lines
-from spanft.tasks import SplitSpec, TaskSpec, get_task
-from spanft.words import WordTokenizer
+from spanft.fileio import read_text_lines
+from spanft.text.words import WordTokenizer
 
 log = logging.getLogger("spanft")
 
-SOURCES = ("synthetic", "hf", "local")
+
 _WORDS = WordTokenizer(lowercase=False)
-
-
-@dataclass(frozen=True)
-class SyntheticSizes:
-    """Sizes of generated splits (params ``data.synthetic.*``); every eval/test split gets its own size."""
-
-    train: int = 2000
-    eval: int = 500
-    test: int = 500
-    seed: int = 0
-    language_seed: int = 0
-
-
-@dataclass
-class SplitColumns:
-    """Normalised examples of one split, column by column."""
-
-    task: TaskSpec
-    split: str
-    idx: list[int] = field(default_factory=list)
-    words_a: list[list[str]] = field(default_factory=list)
-    words_b: list[list[str]] = field(default_factory=list)
-    labels: list = field(default_factory=list)
-
-    def __len__(self) -> int:
-        return len(self.idx)
-
-    def add(self, idx: int, words: Sequence[Sequence[str]], label, location: str) -> None:
-        """Append one example; ``words`` holds one word list per sentence; ``label`` is already an id/score/tag ids."""
-        for number, sentence in enumerate(words):
-            if not sentence:
-                raise SpanftError(f"{location}: sentence {number + 1} is empty")
-        self.idx.append(int(idx))
-        self.words_a.append(list(words[0]))
-        if self.task.is_pair:
-            self.words_b.append(list(words[1]))
-        self.labels.append(label)
-
-    def to_table(self) -> pa.Table:
-        columns = {"idx": pa.array(self.idx, pa.int64()), "words_a": pa.array(self.words_a, pa.list_(pa.string()))}
-        if self.task.is_pair:
-            columns["words_b"] = pa.array(self.words_b, pa.list_(pa.string()))
-        if self.task.is_tagging:
-            columns["tags"] = pa.array(self.labels, pa.list_(pa.int64()))
-        elif self.task.is_regression:
-            columns["label"] = pa.array(self.labels, pa.float64())
-        else:
-            columns["label"] = pa.array(self.labels, pa.int64())
-        return pa.table(columns)
-
-
-def unlabeled_value(task: TaskSpec):
-    """The label of an unlabeled example: -1, NaN (regression) or an empty tag list."""
-    if task.is_tagging:
-        return []
-    return math.nan if task.is_regression else -1
-
-
-# ---------------------------------------------------------------- labels shared by local and hub readers
-
-
-def parse_raw_label(task: TaskSpec, raw: str, location: str) -> int | float:
-    """A label as written in the official files (``0``/``1``, ``entailment``, a score) -> id or score."""
-    if task.is_regression:
-        try:
-            score = float(raw)
-        except ValueError:
-            raise SpanftError(f"{location}: score {raw!r} is not a number") from None
-        _check_score(task, score, location)
-        return score
-    if raw not in task.raw_labels:
-        raise SpanftError(f"{location}: label {raw!r} is not one of {list(task.raw_labels)}")
-    return task.raw_labels.index(raw)
-
-
-def _check_score(task: TaskSpec, score: float, location: str) -> None:
-    low, high = task.label_range or (-math.inf, math.inf)
-    if not (low <= score <= high):
-        raise SpanftError(f"{location}: score {score} is outside [{low}, {high}]")
-
-
-# ---------------------------------------------------------------- local official files
 
 
 def _find_local(task: TaskSpec, split: SplitSpec, data_dir: Path) -> Path | None:
@@ -269,9 +179,6 @@ def read_local(task: TaskSpec, data_dir: str | Path) -> dict[str, SplitColumns]:
     return dict(iter_local(task, data_dir))
 
 
-# ---------------------------------------------------------------- the Hugging Face Hub
-
-
 def iter_hub(task: TaskSpec) -> Iterator[tuple[str, SplitColumns]]:
     """``(split, examples)`` from the Hub (needs network; the error says how to use local files instead)."""
     for name in task.all_splits:
@@ -344,7 +251,7 @@ def _hub_label(task: TaskSpec, label, id_map, location: str, labeled: bool):
         score = float(label)
         if math.isnan(score):
             return score
-        _check_score(task, score, location)
+        check_score(task, score, location)
         return score
     return _map_id(task, int(label), id_map, location)
 
@@ -358,87 +265,3 @@ def _map_id(task: TaskSpec, label: int, id_map, location: str) -> int:
     if not 0 <= label < size:
         raise SpanftError(f"{location}: label {label} is outside 0..{size - 1}")
     return id_map[label] if id_map is not None else label
-
-
-# ---------------------------------------------------------------- one entry point for the three sources
-
-
-def iter_task(
-    task: TaskSpec | str,
-    source: str = "synthetic",
-    data_dir: str | Path | None = None,
-    sizes: SyntheticSizes | None = None,
-) -> Iterator[tuple[str, SplitColumns]]:
-    """``(split, examples)`` of a task from ``source`` (``synthetic``, ``hf`` or ``local``), split by split."""
-    task = get_task(task) if isinstance(task, str) else task
-    if source == "local":
-        if data_dir is None:
-            raise SpanftError("source local needs --data-dir (params data.dir): the directory of the official files")
-        return iter_local(task, data_dir)
-    if source == "hf":
-        return iter_hub(task)
-    if source == "synthetic":
-        from spanft.synthetic_tasks import iter_synthetic
-
-        return iter_synthetic(task, sizes or SyntheticSizes())
-    raise SpanftError(f"unknown source {source!r}; valid sources: {', '.join(SOURCES)}")
-
-
-def load_task(
-    task: TaskSpec | str,
-    source: str = "synthetic",
-    data_dir: str | Path | None = None,
-    sizes: SyntheticSizes | None = None,
-) -> dict[str, SplitColumns]:
-    """Every split of a task from ``source``, in memory (see :func:`iter_task`)."""
-    return dict(iter_task(task, source, data_dir, sizes))
-
-
-def write_prepared(splits: Mapping[str, SplitColumns] | Iterable[tuple[str, SplitColumns]], out_dir: str | Path) -> None:
-    """Write ``<out_dir>/<split>.parquet`` for every split; the directory appears whole or not at all.
-
-    Given an iterator (:func:`iter_task`), only one split is held in memory at a time.
-    """
-    items = splits.items() if isinstance(splits, Mapping) else splits
-    with atomic_path(out_dir) as tmp:
-        tmp.mkdir(parents=True)
-        for name, columns in items:
-            pq.write_table(columns.to_table(), tmp / f"{name}.parquet")
-            log.info("%s: %d examples", Path(out_dir) / f"{name}.parquet", len(columns))
-
-
-def read_prepared(path: str | Path):
-    """One prepared (or segmented) split as a pandas DataFrame; a one-line error when the file is missing."""
-    path = Path(path)
-    if not path.is_file():
-        raise SpanftError(f"{path}: prepared split not found (run `spanft prepare-task` / `dvc repro`)")
-    return pq.read_table(path).to_pandas()
-
-
-def describe(task: TaskSpec, splits: Mapping[str, SplitColumns] | Iterable[tuple[str, SplitColumns]]) -> dict:
-    """The JSON summary of ``spanft describe``: examples per split, label names (null for regression)."""
-    items = splits.items() if isinstance(splits, Mapping) else splits
-    return {"task": task.name, "splits": {name: len(columns) for name, columns in items}, "labels": task.label_names}
-
-
-# ---------------------------------------------------------------- CLI handlers
-
-
-def _sizes(args: argparse.Namespace) -> SyntheticSizes:
-    for name in ("train_size", "eval_size", "test_size"):
-        if getattr(args, name) <= 0:
-            raise SpanftError(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    return SyntheticSizes(args.train_size, args.eval_size, args.test_size, args.seed, args.language_seed)
-
-
-def cli_describe(args: argparse.Namespace) -> int:
-    task = get_task(args.task)
-    print(json.dumps(describe(task, iter_task(task, args.source, args.data_dir, _sizes(args)))))
-    return 0
-
-
-def cli_prepare_task(args: argparse.Namespace) -> int:
-    task = get_task(args.task)
-    write_prepared(iter_task(task, args.source, args.data_dir, _sizes(args)), args.out)
-    return 0
-

@@ -13,8 +13,8 @@ from typing import Sequence
 
 import numpy as np
 
+from spanft.data.registry import TaskSpec
 from spanft.errors import SpanftError
-from spanft.tasks import TaskSpec
 
 
 def compute_metrics(task: TaskSpec, predictions, references) -> dict[str, float]:

@@ -16,8 +16,9 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from spanft.data.registry import get_task
 from spanft.errors import SpanftError
-from spanft.report_runs import (
+from spanft.report.runs import (
     Params,
     Run,
     Summary,
@@ -26,11 +27,10 @@ from spanft.report_runs import (
     split_score,
     summarize,
 )
-from spanft.stats import mcnemar_files
-from spanft.tasks import get_task
+from spanft.report.stats import mcnemar_files
 
 DASH = "—"
-NOT_TRANSCRIBED = "—: paper value not transcribed (see src/spanft/paper_values.yaml)."
+NOT_TRANSCRIBED = "—: paper value not transcribed (see src/spanft/report/paper_values.yaml)."
 METRIC_NAMES = {"mcc": "MCC", "accuracy": "Acc", "f1": "F1", "pearson": "Pearson", "spearman": "Spearman"}
 ENCODERS = [("cnn-max", "CNN-Max"), ("cnn-cnn", "CNN-CNN"), ("attention-max", "Attention-Max"),
             ("attention-attention", "Attention-Attention")]
@@ -83,8 +83,8 @@ class PaperValues:
         import yaml
 
         if path is None:
-            text = resources.files("spanft").joinpath("paper_values.yaml").read_text(encoding="utf-8")
-            where = "spanft/paper_values.yaml"
+            text = resources.files("spanft.report").joinpath("paper_values.yaml").read_text(encoding="utf-8")
+            where = "spanft/report/paper_values.yaml"
         else:
             if not Path(path).is_file():
                 raise SpanftError(f"{path}: paper values file not found")

@@ -33,7 +33,10 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers.modeling_outputs import SequenceClassifierOutput, TokenClassifierOutput
+from transformers.modeling_outputs import (
+    SequenceClassifierOutput,
+    TokenClassifierOutput,
+)
 
 from spanft.errors import SpanftError
 

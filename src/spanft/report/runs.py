@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+from spanft.data.registry import TaskSpec, get_task
 from spanft.errors import SpanftError
-from spanft.hparams import lookup
-from spanft.tasks import TaskSpec, get_task
+from spanft.params.load import lookup
 
 _REQUIRED_KEYS = ("task", "main_metric", "metrics")
 
@@ -188,8 +188,8 @@ def split_score(run: Run, split: str, metric: str) -> float:
 
 def score_predictions(task: TaskSpec, path: Path) -> dict[str, float]:
     """Every metric of ``task`` on a predictions TSV's labeled rows (empty when no row has gold)."""
-    from spanft.metrics import compute_metrics
-    from spanft.stats import read_prediction_table
+    from spanft.data.metrics import compute_metrics
+    from spanft.report.stats import read_prediction_table
 
     frame = read_prediction_table(path)
     frame = frame[frame["gold"] != ""]

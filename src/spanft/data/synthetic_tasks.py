@@ -1,6 +1,6 @@
 """Synthetic stand-ins for every registry task, in each task's exact schema, built from the synthetic language.
 
-Sentences come from :class:`spanft.corpus.SyntheticLanguage` (the same language as the synthetic corpus, so
+Sentences come from :class:`spanft.data.language.SyntheticLanguage` (the same language as the synthetic corpus, so
 the n-gram dictionary counted on that corpus matches the planted multi-word expressions here). Labels follow
 lexical and structural cues a small model can learn; where natural the cue is a multi-word expression (the
 point of span fine-tuning) next to a plain single-word cue (so a baseline learns too):
@@ -36,8 +36,8 @@ from typing import Callable, Iterator, Sequence
 import numpy as np
 from tqdm import tqdm
 
+from spanft.data.registry import TaskSpec
 from spanft.errors import SpanftError
-from spanft.tasks import TaskSpec
 
 log = logging.getLogger("spanft")
 
@@ -49,7 +49,7 @@ MWE_KINDS_POLAR = ("idiom", "collocation")
 @functools.lru_cache(maxsize=4)
 def synthetic_language(seed: int = 0):
     """The shared synthetic language (built once per seed)."""
-    from spanft.corpus import SyntheticLanguage
+    from spanft.data.language import SyntheticLanguage
 
     return SyntheticLanguage(seed=seed)
 
@@ -437,8 +437,8 @@ def _split_rng(seed: int, task: str, split: str) -> np.random.Generator:
 
 
 def generate_split(task: TaskSpec, split: str, size: int, seed: int = 0, language=None):
-    """``size`` examples of one split as :class:`spanft.task_data.SplitColumns` (unlabeled for test splits)."""
-    from spanft.task_data import SplitColumns, unlabeled_value
+    """``size`` examples of one split as :class:`spanft.data.columns.SplitColumns` (unlabeled for test splits)."""
+    from spanft.data.columns import SplitColumns, unlabeled_value
 
     lex = _lexicon(language if language is not None else synthetic_language(0))
     rng = _split_rng(seed, task.name, split)
@@ -477,7 +477,7 @@ def _lexicon(language) -> Lexicon:
 
 
 def iter_synthetic(task: TaskSpec, sizes) -> Iterator[tuple[str, object]]:
-    """``(split, examples)`` for every split of ``task`` at the sizes of a :class:`spanft.task_data.SyntheticSizes`."""
+    """``(split, examples)`` for every split of ``task`` at the sizes of a :class:`spanft.data.columns.SyntheticSizes`."""
     language = synthetic_language(sizes.language_seed)
     for split in task.all_splits:
         size = sizes.train if split == task.train_split else sizes.eval if split in task.eval_splits else sizes.test

@@ -16,7 +16,6 @@ then followed for all sentences together, one span per sentence per numpy step.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import logging
 import random
@@ -29,9 +28,9 @@ from typing import Iterable, Iterator, Protocol, Sequence
 
 import numpy as np
 
-from spanft.dictionary import iter_entries
 from spanft.errors import SpanftError
-from spanft.words import WordTokenizer
+from spanft.text.dictionary import iter_entries
+from spanft.text.words import WordTokenizer
 
 log = logging.getLogger("spanft")
 
@@ -334,7 +333,7 @@ def make_segmenter(method: str, dict_path: str | None = None, seed: int = 0, tag
     if method not in METHODS:
         raise SpanftError(f"unknown segmentation method {method!r} (expected one of {', '.join(METHODS)})")
     if method == "chunker":
-        from spanft.chunker import ChunkSegmenter
+        from spanft.text.chunker import ChunkSegmenter
 
         return ChunkSegmenter.load(tagger or None)  # '' (params.yaml chunker.tagger) = NLTK's pretrained tagger
     if dict_path is None:
@@ -463,8 +462,6 @@ def read_segmentation_info(path: str | Path) -> dict:
     return json.loads(metadata[METADATA_KEY])
 
 
-def file_digest(path: str | Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 # ---- CLI handlers -------------------------------------------------------------------------------

@@ -6,11 +6,15 @@ K is always the first K lines of the counts file and is deterministic.
 
 from __future__ import annotations
 
+import argparse
+import logging
 import os
 from typing import Iterable, Iterator
 
 from spanft.errors import SpanftError, where
 from spanft.fileio import atomic_open, read_text_lines
+
+log = logging.getLogger("spanft")
 
 NGram = tuple[str, ...]
 
@@ -58,3 +62,37 @@ def sort_key(entry: tuple[NGram, int]) -> tuple[int, str]:
     """The canonical order: count descending, then the n-gram text ascending."""
     words, count = entry
     return (-count, " ".join(words))
+
+
+def build_dictionary(counts_path: str | os.PathLike, size: int, out: str | os.PathLike) -> int:
+    """Write the first ``size`` entries of a counts file (checked to be in canonical order)."""
+    if size <= 0:
+        raise SpanftError(f"--size (dict_size) must be > 0, got {size}")
+    return write_entries(_checked_top(counts_path, size), out)
+
+
+def _checked_top(path: str | os.PathLike, size: int) -> Iterator[tuple[tuple[str, ...], int]]:
+    previous = None
+    taken = 0
+    for number, entry in enumerate(iter_entries(path), start=1):
+        key = sort_key(entry)
+        if previous is not None and key <= previous:
+            raise SpanftError(
+                f"{where(path, number)}: counts file not sorted (count descending, then n-gram text ascending)"
+            )
+        previous = key
+        yield entry
+        taken += 1
+        if taken == size:
+            return
+    # A "400k" dictionary that holds 300k entries would mislabel the dictionary-size study: refuse it.
+    raise SpanftError(
+        f"{path}: holds only {taken} n-grams, fewer than the {size} asked for (dict_size / dict_sizes): "
+        f"ask for at most {taken}, lower ngrams.min_count, or count a larger corpus"
+    )
+
+
+def cli_build_dict(args: argparse.Namespace) -> int:
+    written = build_dictionary(args.counts, args.size, args.out)
+    log.info("wrote %d entries to %s", written, args.out)
+    return 0

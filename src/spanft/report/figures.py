@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from spanft.data.registry import get_task
 from spanft.errors import SpanftError
-from spanft.report_runs import Params, load_runs, summarize
-from spanft.report_tables import profile_line
-from spanft.tasks import get_task
+from spanft.report.runs import Params, load_runs, summarize
+from spanft.report.tables import profile_line
 
 SPANS_SPLIT = "train"  # Figure 3's statistics: the largest split
 SEGMENTATIONS = [("ngram", "n-gram (main dictionary)"), ("random", "random"), ("chunker", "chunker")]

@@ -7,10 +7,14 @@ only that task's runs.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from spanft.errors import SpanftError
+
+log = logging.getLogger("spanft")
+from spanft.params.load import lookup
 
 # field -> type of the FinetuneOptions fields a hyper-parameter block may set
 HPARAM_TYPES: dict[str, type] = {
@@ -28,21 +32,9 @@ HPARAM_TYPES: dict[str, type] = {
 }
 
 
-def lookup(tree: Any, dotted: str, path: str | Path) -> Any:
-    """``tree[a][b]...`` for ``dotted = "a.b..."``, with an error naming the missing key."""
-    node = tree
-    walked: list[str] = []
-    for part in dotted.split("."):
-        walked.append(part)
-        if not isinstance(node, dict) or part not in node:
-            raise SpanftError(f"{path}: key {'.'.join(walked)} not found")
-        node = node[part]
-    return node
-
-
 def load_hparams(spec: str) -> dict[str, Any]:
     """The checked hyper-parameter block named by ``FILE:KEY`` (``params.yaml:hparams.cola``)."""
-    from spanft.params import load_params
+    from spanft.params.load import load_params
 
     path, sep, key = spec.rpartition(":")
     if not sep or not path or not key:

@@ -123,7 +123,7 @@ class ChunkSegmenter:
     def load(cls, tagger_path: str | Path | None = None) -> "ChunkSegmenter":
         if tagger_path is None:
             return cls(load_pretrained_tagger(), f"nltk:{PRETRAINED_NAME}")
-        from spanft.segmentation import file_digest
+        from spanft.fileio import file_digest
 
         tagger = load_tagger(tagger_path)
         return cls(tagger, f"file:{Path(tagger_path).name}:sha256={file_digest(tagger_path)[:16]}")

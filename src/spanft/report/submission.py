@@ -15,9 +15,9 @@ import zipfile
 from pathlib import Path
 from typing import Mapping
 
+from spanft.data.registry import TaskSpec, submission_splits
 from spanft.errors import SpanftError, where
 from spanft.fileio import atomic_path, read_text_lines
-from spanft.tasks import TaskSpec, submission_splits
 
 log = logging.getLogger("spanft")
 

@@ -12,27 +12,35 @@ from __future__ import annotations
 import argparse
 import difflib
 import logging
-import shutil
 from pathlib import Path
 from typing import Any
 
 from spanft.errors import SpanftError
-from spanft.fileio import atomic_open
-from spanft.hparams import HPARAM_TYPES
 
 log = logging.getLogger("spanft")
-
-PROFILES_DIR = "profiles"
-ENCODERS = ("cnn-max", "attention-max", "attention-attention")
-SEGMENTATION_METHODS = ("ngram", "random")
+from spanft.params.hparams import HPARAM_TYPES
+from spanft.params.load import load_params
 
 _INT, _FLOAT, _STR, _BOOL = int, float, str, bool
+
+
+ENCODERS = ("cnn-max", "attention-max", "attention-attention")
+
+
+SEGMENTATION_METHODS = ("ngram", "random")
+
+
 _HPARAMS = HPARAM_TYPES  # one definition: what `finetune --hparams` accepts
+
+
 _BUILD = {"source": _STR, "tokenizer": _STR, "lowercase": _BOOL, "vocab_size": _INT, "hidden": _INT,
           "layers": _INT, "heads": _INT, "intermediate": _INT, "max_len": _INT, "mlm_steps": _INT,
           "mlm_batch_size": _INT, "vocab_lines": _INT, "seed": _INT, "hub_id": _STR, "revision": _STR,
           "path": _STR}
+
+
 _LIST = list
+
 
 # key -> type, or a nested schema (dict); "*" matches any key (a user-named entry)
 SCHEMA: dict[str, Any] = {
@@ -62,32 +70,12 @@ SCHEMA: dict[str, Any] = {
                 "figure2": {"tasks": _LIST, "examples": _INT}},
 }
 
+
 _CHOICES = {
     "profile": ("embedded", "paper"),
     "corpus.source": ("synthetic", "hf", "local"),
     "data.source": ("synthetic", "hf", "local"),
 }
-
-
-def load_params(path: str | Path) -> dict:
-    """The parsed YAML mapping of ``path``, with one-line errors."""
-    import yaml
-
-    path = Path(path)
-    if not path.is_file():
-        raise SpanftError(f"{path}: params file not found")
-    try:
-        tree = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise SpanftError(f"{path}: not valid UTF-8") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpanftError(f"{path}{line}: not valid YAML: {problem}") from None
-    if not isinstance(tree, dict):
-        raise SpanftError(f"{path}: expected a mapping of parameters at the top level")
-    return tree
 
 
 def check_params(tree: dict, path: str | Path = "params.yaml") -> None:
@@ -174,7 +162,7 @@ def _check_values(tree: dict, path) -> None:
 
 
 def _check_references(tree: dict, path) -> None:
-    from spanft.tasks import TASKS
+    from spanft.data.registry import TASKS
 
     tasks = tree["tasks"]
     for task in tasks:
@@ -210,32 +198,7 @@ def check_params_file(path: str | Path) -> dict:
     return tree
 
 
-def available_profiles(root: Path) -> list[str]:
-    return sorted(p.stem for p in (root / PROFILES_DIR).glob("*.yaml"))
-
-
-def use_profile(name: str, root: str | Path = ".") -> Path:
-    """Copy ``profiles/<name>.yaml`` over ``params.yaml`` (checked first, written atomically)."""
-    root = Path(root)
-    source = root / PROFILES_DIR / f"{name}.yaml"
-    if not source.is_file():
-        choices = ", ".join(available_profiles(root)) or f"none (no {root / PROFILES_DIR} directory)"
-        raise SpanftError(f"unknown profile {name!r}; available profiles: {choices}")
-    check_params_file(source)
-    target = root / "params.yaml"
-    with atomic_open(target) as handle:
-        with open(source, encoding="utf-8") as src:
-            shutil.copyfileobj(src, handle)
-    return target
-
-
 def cli_check_params(args: argparse.Namespace) -> int:
     tree = check_params_file(args.file)
     print(f"{args.file}: ok (profile {tree['profile']})")
-    return 0
-
-
-def cli_profile(args: argparse.Namespace) -> int:
-    target = use_profile(args.name, args.root)
-    print(f"profile {args.name}: {Path(args.root) / PROFILES_DIR / (args.name + '.yaml')} -> {target}; now run `dvc repro`")
     return 0

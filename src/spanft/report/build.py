@@ -44,9 +44,9 @@ def write_reports(params: dict, runs_dir: str | Path, segmented_dir: str | Path,
 def build_reports(params: dict, runs_dir: Path, segmented_dir: Path, *, params_name: str = "params",
                   paper_values: str | Path | None = None) -> dict[str, bytes]:
     """Every report file's bytes by relative path, ``index.md`` last (nothing is written)."""
-    from spanft import report_figures as figures
-    from spanft.report_runs import Params
-    from spanft.report_tables import PaperValues, TableBuilder
+    from spanft.report import figures
+    from spanft.report.runs import Params
+    from spanft.report.tables import PaperValues, TableBuilder
 
     checked = Params(params, params_name)
     profile = checked.profile
@@ -144,7 +144,7 @@ _DESCRIPTIONS = {
 
 
 def index_markdown(profile: str, paths: list[str]) -> str:
-    from spanft.report_tables import profile_line
+    from spanft.report.tables import profile_line
 
     lines = [profile_line(profile), "", "# Reports", ""]
     for path in sorted(paths):
@@ -165,9 +165,9 @@ def glue_submission(run_dir_of_backbone: str | Path, variant: str, out_zip: str 
     (MNLI also provides MNLI-mm and AX). Tasks without runs are skipped with a warning listing the missing
     leaderboard files. Returns {leaderboard stem: predictions TSV used}.
     """
-    from spanft.report_runs import best_run, read_run
-    from spanft.submission import write_glue_submission
-    from spanft.tasks import GLUE_TASKS, get_task
+    from spanft.data.registry import GLUE_TASKS, get_task
+    from spanft.report.runs import best_run, read_run
+    from spanft.report.submission import write_glue_submission
 
     root = Path(run_dir_of_backbone)
     if not root.is_dir():
@@ -208,7 +208,7 @@ def _seeds_found(variant_dir: Path) -> list[int]:
 
 
 def cli_report(args: argparse.Namespace) -> int:
-    from spanft.params import load_params
+    from spanft.params.load import load_params
 
     write_reports(load_params(args.params), args.runs, args.segmented, args.out, params_name=str(args.params),
                   paper_values=args.paper_values)

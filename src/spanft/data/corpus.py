@@ -1,0 +1,160 @@
+"""The corpus stage: the synthetic language's text, or WikiText from a local file or the hub.
+
+Every corpus file is UTF-8, one paragraph a line, no blank lines, words and punctuation separated by
+single spaces (the WikiText ``.tokens`` convention).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import numpy as np
+from tqdm import tqdm
+
+from spanft.data.language import check_seed, language_for_seed
+from spanft.errors import SpanftError
+from spanft.fileio import atomic_open, read_text_lines, require_file
+
+log = logging.getLogger("spanft")
+
+# --------------------------------------------------------------------------------------------------
+# Writers
+
+_PARAGRAPHS_PER_CHUNK = 512
+
+
+def write_synthetic_corpus(path: str | Path, tokens: int, seed: int) -> int:
+    """Write about ``tokens`` words of the synthetic language, one paragraph a line; return words written.
+
+    The file holds the shortest run of paragraphs with at least ``tokens`` words. Paragraphs are drawn
+    in fixed-size chunks from one generator, so a corpus is a prefix of any larger one of the same seed.
+    """
+    if tokens <= 0:
+        raise SpanftError(f"corpus.tokens must be > 0, got {tokens}")
+    check_seed(seed)
+    language = language_for_seed(seed)
+    rng = np.random.default_rng([seed, 1])
+    written = 0
+    with atomic_open(path) as out, tqdm(total=tokens, unit="word", unit_scale=True, desc="corpus", disable=None) as bar:
+        while written < tokens:
+            pieces, ends, words = language.render_paragraphs(rng, _PARAGRAPHS_PER_CHUNK)
+            cumulative = written + np.cumsum(words)
+            keep = min(int(np.searchsorted(cumulative, tokens)) + 1, len(words))
+            out.write("".join(pieces[: ends[keep - 1]].tolist()))
+            bar.update(int(cumulative[keep - 1]) - written)
+            written = int(cumulative[keep - 1])
+    log.info("corpus: wrote %d words of the synthetic language (seed %d) to %s", written, seed, path)
+    return written
+
+
+def write_tagged_sentences(path: str | Path, n: int, seed: int) -> None:
+    """Write ``n`` synthetic sentences as ``word<TAB>PTB-tag`` lines, a blank line between sentences."""
+    if n <= 0:
+        raise SpanftError(f"corpus.tagged_sentences must be > 0, got {n}")
+    check_seed(seed)
+    language = language_for_seed(seed)
+    rng = np.random.default_rng([seed, 2])
+    with atomic_open(path) as out:
+        for sentence in language.sentences(rng, n):
+            out.write("".join(f"{t.word}\t{t.pos}\n" for t in sentence) + "\n")
+    log.info("corpus: wrote %d POS-tagged sentences to %s", n, path)
+
+
+# --------------------------------------------------------------------------------------------------
+# WikiText: a local file or the hub
+
+_HEADING = re.compile(r"^\s*(=\s+)+[^=].*?(\s+=)+\s*$")
+
+
+@dataclass
+class _LineStats:
+    kept: int = 0
+    blank: int = 0
+    headings: int = 0
+
+
+def normalise_wikitext(lines: Iterable[str], stats: _LineStats) -> Iterator[str]:
+    """WikiText lines -> paragraphs: strip, drop blank lines and `` = Heading = `` lines."""
+    for line in lines:
+        text = line.strip()
+        if not text:
+            stats.blank += 1
+        elif _HEADING.match(text):
+            stats.headings += 1
+        else:
+            stats.kept += 1
+            yield text
+
+
+def _write_paragraphs(lines: Iterable[str], out_path: str | Path, source: str) -> int:
+    """Write normalised WikiText paragraphs atomically; return the number of paragraphs."""
+    stats = _LineStats()
+    with atomic_open(out_path) as out:
+        for paragraph in tqdm(normalise_wikitext(lines, stats), unit="para", desc="corpus", disable=None):
+            out.write(paragraph + "\n")
+        if stats.kept == 0:
+            raise SpanftError(
+                f"{source}: no text paragraphs found ({stats.blank} blank, {stats.headings} heading lines)"
+            )
+    log.info(
+        "corpus: %d paragraphs from %s to %s; dropped %d blank lines (paragraph separators) and %d "
+        "' = Heading = ' lines (section titles, not paragraphs)",
+        stats.kept, source, out_path, stats.blank, stats.headings,
+    )
+    return stats.kept
+
+
+def write_local_corpus(local_path: str | Path, out_path: str | Path) -> int:
+    """A WikiText file on disk (``wiki.train.tokens`` / ``.raw``) -> corpus file; return paragraphs."""
+    require_file(local_path, "WikiText file (corpus.local_path)")
+    return _write_paragraphs((line for _, line in read_text_lines(local_path)), out_path, str(local_path))
+
+
+def write_hf_corpus(hf_id: str, hf_config: str | None, hf_split: str, out_path: str | Path) -> int:
+    """WikiText from the Hugging Face hub (``datasets.load_dataset``, ``text`` column) -> corpus file."""
+    import datasets
+
+    source = f"{hf_id} ({hf_config}, split {hf_split})"
+    try:
+        data = datasets.load_dataset(hf_id, hf_config, split=hf_split)
+    except Exception as exc:  # network, hub and cache errors all end the same way for the user
+        first_line = (str(exc).strip().splitlines() or [""])[0][:200]
+        raise SpanftError(
+            f"could not load {source} from the hub ({type(exc).__name__}: {first_line}); without network, set "
+            "corpus.source: local and corpus.local_path: <path to wiki.train.tokens or wiki.train.raw> in params.yaml "
+            "(spanft corpus --source local --local-path FILE)"
+        ) from None
+    if "text" not in data.column_names:
+        raise SpanftError(f"{source}: no 'text' column (columns: {', '.join(data.column_names)})")
+    return _write_paragraphs(_iter_column(data, "text"), out_path, source)
+
+
+def _iter_column(data, column: str, batch_size: int = 10_000) -> Iterator[str]:
+    for start in range(0, len(data), batch_size):
+        yield from data[start : start + batch_size][column]
+
+
+def cli_corpus(args: argparse.Namespace) -> int:
+    """``spanft corpus``: write the training corpus from the chosen source.
+
+    ``--tagged-out`` is written from the synthetic language whatever the source, so the stage's outputs
+    do not depend on it (the paper profile's chunker uses NLTK's pretrained tagger instead).
+    """
+    if args.tagged_out and args.tagged_sentences <= 0:
+        raise SpanftError(f"corpus.tagged_sentences must be > 0, got {args.tagged_sentences}")
+    if args.source == "synthetic":
+        write_synthetic_corpus(args.out, args.tokens, args.seed)
+    elif args.source == "local":
+        if not args.local_path:
+            raise SpanftError("corpus.source is local but corpus.local_path is not set (--local-path FILE)")
+        write_local_corpus(args.local_path, args.out)
+    else:
+        write_hf_corpus(args.hf_id, args.hf_config, args.hf_split, args.out)
+    if args.tagged_out:
+        write_tagged_sentences(args.tagged_out, args.tagged_sentences, args.seed)
+    return 0

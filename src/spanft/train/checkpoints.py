@@ -1,0 +1,143 @@
+"""Per-epoch checkpoints of a run: which one to resume from, their completion mark, and their removal.
+
+A rerun with the same settings, data and number of processes resumes from the last complete checkpoint;
+checkpoints of anything else are cleared. Only the main process of a distributed run changes the directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+import time
+from pathlib import Path
+
+from spanft.data.registry import TaskSpec
+from spanft.fileio import atomic_open
+from spanft.train.options import FinetuneOptions
+
+log = logging.getLogger("spanft")
+
+
+RUN_MARKER = "spanft_run.json"  # in the checkpoint dir: the settings its checkpoints belong to
+
+
+# In each checkpoint: training seconds spent up to it. Written last, once every process has saved its part,
+# so it also marks the checkpoint as complete (a kill while saving leaves a checkpoint without it).
+ELAPSED_FILE = "spanft_elapsed.json"
+
+
+def elapsed_callback(start: float, offset: float):
+    """Writes the training seconds spent so far into each checkpoint (a resumed run adds them up).
+
+    The file is the checkpoint's completion mark: every process first finishes its part of the checkpoint
+    (each writes its own RNG state), then the main process writes the file atomically.
+    """
+    from transformers import TrainerCallback
+
+    class ElapsedCallback(TrainerCallback):
+        def on_save(self, args, state, control, **kwargs):
+            barrier()
+            checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+            if state.is_world_process_zero and checkpoint.is_dir():
+                seconds = offset + time.perf_counter() - start
+                with atomic_open(checkpoint / ELAPSED_FILE) as handle:
+                    handle.write(json.dumps({"seconds": seconds}))
+
+    return ElapsedCallback()
+
+
+def barrier() -> None:
+    """Wait for every process of a distributed run (nothing to wait for in a single process)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
+        dist.barrier()
+
+
+def elapsed_seconds(checkpoint: str | None) -> float:
+    if not checkpoint:
+        return 0.0
+    return float(json.loads((Path(checkpoint) / ELAPSED_FILE).read_text(encoding="utf-8"))["seconds"])
+
+
+def _data_digest(data: Path, splits: list[str]) -> str:
+    digest = hashlib.sha256()
+    for split in splits:
+        digest.update((data / f"{split}.parquet").read_bytes())
+    return digest.hexdigest()
+
+
+def prepare_checkpoint_dir(options: FinetuneOptions, task: TaskSpec, *, main: bool = True,
+                           processes: int = 1) -> str | None:
+    """The checkpoint to resume from, or None; checkpoints of other settings, data or process count are cleared.
+
+    Only the main process (``main``) changes the directory: it clears foreign and incomplete checkpoints and
+    writes the marker; the other processes of a distributed run call this after it, read only, and find the
+    same checkpoint. A checkpoint of a different number of processes is not resumed: the effective batch
+    size and the data order would differ.
+    """
+    directory = options.checkpoint_path()
+    marker = {"settings": options.fingerprint(), "data": _data_digest(Path(options.data), task.all_splits),
+              "processes": processes}
+    matches = _read_marker(directory / RUN_MARKER) == marker
+    if not main:
+        return last_complete_checkpoint(directory) if matches else None
+    if directory.is_dir():
+        if matches:
+            last = last_complete_checkpoint(directory)
+            _remove_incomplete_checkpoints(directory, keep=last)
+            if last:
+                log.info("resuming from %s", last)
+                return last
+        else:
+            log.warning("%s holds checkpoints of other settings or data: removed", directory)
+        clear_checkpoints(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    with atomic_open(directory / RUN_MARKER) as handle:
+        handle.write(json.dumps(marker, sort_keys=True))
+    return None
+
+
+def _read_marker(path: Path) -> dict | None:
+    """The marker's content; None when absent or unreadable (then its checkpoints are not trusted)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _checkpoints(directory: Path) -> list[Path]:
+    """``checkpoint-<step>`` directories, latest step first."""
+    found = [p for p in directory.glob("checkpoint-*") if p.is_dir() and p.name.split("-")[-1].isdigit()]
+    return sorted(found, key=lambda p: int(p.name.split("-")[-1]), reverse=True)
+
+
+def last_complete_checkpoint(directory: Path) -> str | None:
+    """The latest checkpoint that holds its completion mark (a kill while saving leaves one without)."""
+    if not directory.is_dir():
+        return None
+    for checkpoint in _checkpoints(directory):
+        if (checkpoint / ELAPSED_FILE).is_file():
+            return str(checkpoint)
+    return None
+
+
+def _remove_incomplete_checkpoints(directory: Path, keep: str | None) -> None:
+    for checkpoint in _checkpoints(directory):
+        if not (checkpoint / ELAPSED_FILE).is_file() and str(checkpoint) != keep:
+            log.warning("%s: incomplete checkpoint (interrupted while saving): removed", checkpoint)
+            shutil.rmtree(checkpoint, ignore_errors=True)
+
+
+def clear_checkpoints(directory: Path) -> None:
+    """Remove what a run put in its checkpoint directory (and the directory when nothing else is left)."""
+    for child in directory.glob("checkpoint-*"):
+        shutil.rmtree(child, ignore_errors=True)
+    for name in (RUN_MARKER,):
+        (directory / name).unlink(missing_ok=True)
+    for stray in directory.glob("runs"):  # tensorboard leftovers of older transformers
+        shutil.rmtree(stray, ignore_errors=True)
+    if directory.is_dir() and not any(directory.iterdir()):
+        directory.rmdir()

@@ -1,0 +1,317 @@
+"""One fine-tuning run with the HF ``Trainer``: a backbone, a variant, a seed, a task.
+
+Variants: ``baseline`` (plain fine-tuning, [CLS] head), ``sf`` (span fine-tuning on n-gram spans),
+``cnn-noseg`` (the same CNNs over all tokens, no segmentation: the paper's "+CNN"), ``random-seg`` and
+``chunker-seg`` (sf on random / chunker spans; the data directory decides which spans those are).
+
+Outputs (contract 8): ``<out>/predictions/<split>.tsv`` for every eval and test split and ``<out>/metrics.json``,
+written last. The run directory is built beside ``<out>`` and renamed into place at the end, so an interrupted
+or failed run never leaves a ``metrics.json`` that looks complete. Checkpoints (one per epoch) go to
+``--checkpoint-dir``; a rerun with the same settings resumes from the last complete one, and they are removed
+after success.
+
+Several processes (``torchrun --nproc-per-node N -m spanft.cli finetune ...`` or ``accelerate launch
+--multi_gpu --num_processes N -m spanft.cli finetune ...``, which on a machine without a GPU also starts N CPU
+processes; ``accelerate launch --cpu --num_processes N`` starts ONE process unless given an MPI host file): the
+HF Trainer does the data-parallel training (gloo on CPU, NCCL on GPU), ``--batch-size`` is per process, and
+every process evaluates its shard, the Trainer gathering the predictions (the copies that pad the last batch
+dropped). Only the main process writes: it prepares the checkpoint directory while the others wait, writes the
+run directory and clears the checkpoints; the others wait for it at a barrier and return. Checkpoints record
+the number of processes: they resume only under the same number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from spanft.data.registry import TaskSpec, get_task
+from spanft.errors import SpanftError
+from spanft.fileio import atomic_open, atomic_path
+from spanft.train.checkpoints import (
+    barrier,
+    clear_checkpoints,
+    elapsed_callback,
+    elapsed_seconds,
+    prepare_checkpoint_dir,
+)
+from spanft.train.options import SPAN_VARIANTS, FinetuneOptions, span_config_for
+from spanft.train.scoring import nan_to_none, score_split, selection_metrics
+from spanft.train.trainer import make_trainer_class, training_arguments
+
+log = logging.getLogger("spanft")
+
+
+def load_splits(options: FinetuneOptions, task: TaskSpec) -> dict[str, Any]:
+    """DataFrames of the train, eval and test splits, checked and cut to the example limits."""
+    from spanft.data.prepare import read_prepared
+
+    data = Path(options.data)
+    if not data.is_dir():
+        raise SpanftError(f"--data {data}: task data directory not found")
+    frames = {}
+    for split in task.all_splits:
+        frame = read_prepared(data / f"{split}.parquet")
+        limit = options.max_train_examples if split == task.train_split else options.max_eval_examples
+        if limit is not None and len(frame) > limit:
+            log.info("%s: keeping the first %d of %d examples", split, limit, len(frame))
+            frame = frame.iloc[:limit].reset_index(drop=True)
+        frames[split] = frame
+    _check_columns(options, task, frames)
+    return frames
+
+
+def _check_columns(options: FinetuneOptions, task: TaskSpec, frames: dict[str, Any]) -> None:
+    train = frames[task.train_split]
+    if len(train) == 0:
+        raise SpanftError(f"{Path(options.data) / task.train_split}.parquet: no training examples")
+    needed = ["idx", "words_a"] + (["words_b"] if task.is_pair else []) + (["tags"] if task.is_tagging else ["label"])
+    for split, frame in frames.items():
+        missing = [column for column in needed if column not in frame.columns]
+        if missing:
+            raise SpanftError(
+                f"{Path(options.data) / split}.parquet: missing column(s) {', '.join(missing)} "
+                f"(is this {task.name} data?)"
+            )
+    if options.variant in SPAN_VARIANTS:
+        for split, frame in frames.items():
+            if "spans_a" not in frame.columns or (task.is_pair and "spans_b" not in frame.columns):
+                raise SpanftError(
+                    f"variant {options.variant} needs segmented data (spans_a); {Path(options.data) / split}.parquet "
+                    f"has none: run `spanft segment-task` on the prepared data and pass its output as --data"
+                )
+
+
+def _drop_spans(frame):
+    """Prepared columns only: the baseline and cnn-noseg never look at spans."""
+    return frame.drop(columns=[c for c in ("spans_a", "spans_b") if c in frame.columns])
+
+
+def warn_if_case_lost(frames: dict[str, Any], tokenizer, backbone: str) -> None:
+    """Cased task data on an uncased backbone loses its case: a warning, not an error."""
+    from spanft.model.backbone import backbone_is_uncased
+
+    if not backbone_is_uncased(tokenizer):
+        return
+    sample = frames[next(iter(frames))]["words_a"].head(200)
+    if any(any(ch.isupper() for word in words for ch in word) for words in sample):
+        log.warning("warning: the task data is cased but backbone %s is uncased: case is folded", backbone)
+
+
+def write_predictions(path: Path, idx, gold: list[str], pred: list[str]) -> None:
+    with atomic_open(path) as handle:
+        handle.write("idx\tgold\tpred\n")
+        for i, g, p in zip(idx, gold, pred):
+            handle.write(f"{int(i)}\t{g}\t{p}\n")
+
+
+def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
+    """Fine-tune, predict every eval/test split, write the run directory. Returns metrics.json's content."""
+    from transformers import set_seed
+    from transformers.trainer_utils import enable_full_determinism
+
+    from spanft.model.backbone import load_backbone
+    from spanft.model.features import (
+        FeatureConfig,
+        SpanCollator,
+        encode_split,
+    )
+    from spanft.model.span_model import SpanModel
+
+    options.validate()
+    task = get_task(options.task)
+    # Built first: under torchrun / accelerate launch this joins the process group.
+    args = training_arguments(options, task, str(options.checkpoint_path()))
+    main, processes = args.process_index == 0, args.world_size
+    if not main:
+        log.setLevel(logging.ERROR)  # the replicas would repeat the main process's messages
+    frames = load_splits(options, task)
+    span_config = span_config_for(options, task)
+    if not span_config.needs_spans:
+        frames = {split: _drop_spans(frame) for split, frame in frames.items()}
+    out = Path(options.out)
+    stale = out / "metrics.json"
+    if main and stale.is_file():
+        stale.unlink()
+        log.info("%s: removed the previous run's metrics.json", stale)
+
+    backbone, tokenizer = load_backbone(options.backbone)
+    warn_if_case_lost(frames, tokenizer, options.backbone)
+    feature_config = FeatureConfig(options.max_seq_len, options.resolved_max_spans(), options.max_span_len)
+    datasets, truncation = {}, {}
+    for split, frame in frames.items():
+        datasets[split], stats = encode_split(frame, tokenizer, task, feature_config, name=split)
+        truncation[split] = _as_dict(stats)
+
+    import torch
+
+    (enable_full_determinism if not torch.cuda.is_available() else set_seed)(options.seed)
+    model = SpanModel(backbone, span_config)  # the new layers' initial weights depend on the seed
+    with args.main_process_first(local=False, desc="checkpoint directory"):  # the others wait for the main one
+        resume = prepare_checkpoint_dir(options, task, main=main, processes=processes)
+    offset = elapsed_seconds(resume)
+    start = time.perf_counter()
+    selection = task.selection_split
+    trainer = make_trainer_class()(
+        model=model,
+        args=args,
+        train_dataset=_model_columns(datasets[task.train_split]),
+        eval_dataset=_model_columns(datasets[selection]),
+        data_collator=SpanCollator(tokenizer),
+        compute_metrics=selection_metrics(task, frames[selection]),
+        callbacks=[elapsed_callback(start, offset), *options.extra_callbacks],
+    )
+    trainer.train(resume_from_checkpoint=resume)
+    train_seconds = offset + time.perf_counter() - start
+    best_epoch = _best_epoch(trainer)
+    history = _history(trainer)
+
+    trainer.compute_metrics = None  # predict() below is scored by score_split, split by split
+    results: dict[str, dict] = {}
+    losses: dict[str, float | None] = {}  # of the loaded best model: equals its epoch's eval_loss in history
+    written: dict[str, tuple[list[str], list[str]]] = {}
+    for split in [*task.eval_splits, *task.test_splits]:  # every process takes part in predict()
+        output = trainer.predict(_model_columns(datasets[split]), metric_key_prefix=split)
+        _check_prediction_count(split, output.predictions, frames[split])
+        token_labels = output.label_ids if task.is_tagging else None
+        metrics, gold, pred = score_split(task, frames[split], output.predictions, token_labels)
+        written[split] = (gold, pred)
+        if split in task.eval_splits:
+            results[split] = {key: nan_to_none(value) for key, value in metrics.items()}
+            losses[split] = output.metrics.get(f"{split}_loss")
+    summary = _summary(options, task, model, results, losses, best_epoch, history, train_seconds, truncation,
+                       frames, resume, processes)
+    if main:
+        write_run_directory(out, frames, written, summary)
+        clear_checkpoints(options.checkpoint_path())
+    barrier()  # the replicas return once the run directory is in place
+    return summary
+
+
+def write_run_directory(out: Path, frames: dict[str, Any], written: dict[str, tuple[list[str], list[str]]],
+                        summary: dict) -> None:
+    """Predictions of every split, then metrics.json, built beside ``out`` and renamed into place."""
+    with atomic_path(out) as tmp:
+        (tmp / "predictions").mkdir(parents=True)
+        for split, (gold, pred) in written.items():
+            write_predictions(tmp / "predictions" / f"{split}.tsv", frames[split]["idx"], gold, pred)
+        with atomic_open(tmp / "metrics.json") as handle:  # last: its presence means the run is complete
+            json.dump(summary, handle, indent=2, sort_keys=False)
+            handle.write("\n")
+
+
+def _check_prediction_count(split: str, predictions, frame) -> None:
+    """One prediction per example: a distributed gather that kept its padding copies would fail here."""
+    rows = len(predictions[0] if isinstance(predictions, tuple) else predictions)
+    if rows != len(frame):
+        raise RuntimeError(f"{split}: {rows} predictions for {len(frame)} examples")
+
+
+def _model_columns(dataset):
+    """The encoded split without ``idx`` (the Trainer would drop it anyway; dropping it here is explicit)."""
+    return dataset.remove_columns([c for c in ("idx",) if c in dataset.column_names])
+
+
+def _as_dict(stats) -> dict:
+    if dataclasses.is_dataclass(stats):
+        return dataclasses.asdict(stats)
+    if hasattr(stats, "_asdict"):
+        return dict(stats._asdict())
+    return dict(vars(stats)) if hasattr(stats, "__dict__") else {"value": stats}
+
+
+def _best_epoch(trainer) -> int | None:
+    best = trainer.state.best_model_checkpoint
+    if not best:
+        return None
+    step = int(Path(best).name.split("-")[-1])
+    for entry in trainer.state.log_history:
+        if entry.get("step") == step and "epoch" in entry:
+            return int(round(entry["epoch"]))
+    return None
+
+
+def _history(trainer) -> list[dict[str, float]]:
+    """Per epoch: the training loss and the selection split's eval loss and metrics (Trainer log history)."""
+    by_epoch: dict[int, dict[str, float]] = {}
+    for entry in trainer.state.log_history:
+        if "epoch" not in entry or "train_runtime" in entry:
+            continue
+        row = by_epoch.setdefault(int(round(entry["epoch"])), {})
+        if "loss" in entry:
+            row["train_loss"] = entry["loss"]
+        row.update({k: v for k, v in entry.items() if k.startswith("eval_") and not k.endswith(("runtime", "per_second"))})
+    return [{"epoch": epoch, **row} for epoch, row in sorted(by_epoch.items())]
+
+
+def _device_name(processes: int = 1) -> str:
+    import torch
+
+    each = " each" if processes > 1 else ""
+    if torch.cuda.is_available():
+        name = f"cuda ({torch.cuda.get_device_name(0)})"
+    else:
+        name = f"cpu ({os.cpu_count()} cores, {torch.get_num_threads()} threads{each})"
+    return name if processes == 1 else f"{name} x {processes} processes"
+
+
+def _summary(options, task, model, results, losses, best_epoch, history, train_seconds, truncation, frames,
+             resume, processes: int = 1) -> dict:
+    backbone_params = model.backbone_parameter_count()
+    extra_params = model.extra_parameter_count()
+    return {
+        "task": task.name,
+        "variant": options.variant,
+        "backbone": options.backbone,
+        "seed": options.seed,
+        "main_metric": task.main_metric,
+        "metrics": results,
+        "eval_loss": losses,
+        "best_epoch": best_epoch,
+        "epochs": options.epochs,
+        "history": history,
+        "train_seconds": round(train_seconds, 3),
+        "device": _device_name(processes),
+        "backbone_parameters": backbone_params,
+        "extra_parameters": extra_params,
+        "extra_parameters_percent": round(100.0 * extra_params / backbone_params, 4),
+        "examples": {split: len(frame) for split, frame in frames.items()},
+        "truncation": truncation,
+        "resumed_from": Path(resume).name if resume else None,
+        "settings": {k: v for k, v in options.fingerprint().items() if k not in ("task", "variant", "backbone", "seed")},
+    }
+
+
+def summary_line(summary: dict) -> str:
+    def fmt(value) -> str:
+        return "n/a" if value is None else f"{value:.4f}"
+
+    metric = summary["main_metric"]
+    scores = ", ".join(f"{split} {metric} {fmt(values.get(metric))}" for split, values in summary["metrics"].items())
+    return (
+        f"finetune: {summary['task']} {summary['variant']} seed {summary['seed']}: {scores}; best epoch "
+        f"{summary['best_epoch']}, {summary['train_seconds']:.1f} s on {summary['device']}"
+    )
+
+
+def options_from_args(args: argparse.Namespace) -> FinetuneOptions:
+    """Flags given on the command line, else the ``--hparams`` block, else the FinetuneOptions defaults."""
+    from spanft.params.hparams import load_hparams
+
+    names = {f.name for f in dataclasses.fields(FinetuneOptions)} - {"extra_callbacks"}
+    values = load_hparams(args.hparams) if getattr(args, "hparams", None) else {}
+    values.update({name: getattr(args, name) for name in names if getattr(args, name, None) is not None})
+    return FinetuneOptions(**values)
+
+
+def cli_finetune(args: argparse.Namespace) -> int:
+    summary = run_finetune(options_from_args(args))
+    if os.environ.get("RANK", "0") == "0":  # torchrun and accelerate launch number the processes in RANK
+        print(summary_line(summary))
+    return 0

@@ -1,0 +1,98 @@
+"""The HF ``Trainer`` as this project uses it: its arguments, checkpoint saving and an exact eval loss."""
+
+from __future__ import annotations
+
+import logging
+import os
+
+from spanft.data.registry import TaskSpec
+from spanft.train.options import FinetuneOptions
+
+log = logging.getLogger("spanft")
+
+
+def make_trainer_class():
+    """A Trainer whose checkpoints of a plain ``nn.Module`` survive shared tensors.
+
+    For a model that is not a ``PreTrainedModel`` the stock ``Trainer._save`` calls
+    ``safetensors.torch.save_file(model.state_dict())``, which refuses tensors that share memory (tied
+    embeddings of some backbones). ``safetensors.torch.save_model`` keeps one name per storage, and the
+    Trainer's non-strict ``load_state_dict`` on resume / best-model loading fills the tied twin.
+    """
+    import safetensors.torch
+    import torch
+    from transformers import PreTrainedModel, Trainer
+    from transformers.trainer import TRAINING_ARGS_NAME
+    from transformers.utils import SAFE_WEIGHTS_NAME
+
+    class SpanTrainer(Trainer):
+        def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+            if isinstance(self.model, PreTrainedModel) or not self.args.should_save:
+                return super()._save(output_dir, state_dict)
+            output_dir = output_dir if output_dir is not None else self.args.output_dir
+            os.makedirs(output_dir, exist_ok=True)
+            safetensors.torch.save_model(self.model, os.path.join(output_dir, SAFE_WEIGHTS_NAME), metadata={"format": "pt"})
+            torch.save(self.args, os.path.join(output_dir, TRAINING_ARGS_NAME))
+
+        def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
+                            metric_key_prefix="eval"):
+            output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys,
+                                             metric_key_prefix)
+            key = f"{metric_key_prefix}_loss"
+            if key in output.metrics and output.predictions is not None and output.label_ids is not None:
+                output.metrics[key] = _exact_loss(self.model.span_config, output.predictions, output.label_ids)
+            return output
+
+    return SpanTrainer
+
+
+def _exact_loss(span_config, logits, labels) -> float:
+    """The mean loss over every labelled example (token, for tagging) of a split, from the gathered outputs.
+
+    The Trainer's own eval loss averages per-batch means, weighting a short last batch like a full one, and
+    under several processes it also counts the copies that pad the last batch: it would depend on the batch
+    size and the number of processes. This one does not.
+    """
+    import torch
+
+    from spanft.model.span_model import classification_loss, regression_loss
+
+    logits = logits[0] if isinstance(logits, tuple) else logits
+    loss_fn = regression_loss if span_config.task_type == "regression" else classification_loss
+    loss = loss_fn(torch.as_tensor(logits), torch.as_tensor(labels))
+    return float(loss)
+
+
+def training_arguments(options: FinetuneOptions, task: TaskSpec, output_dir: str):
+    import torch
+    from transformers import TrainingArguments
+
+    cuda = torch.cuda.is_available()
+    bf16 = cuda and torch.cuda.is_bf16_supported()
+    return TrainingArguments(
+        output_dir=output_dir,
+        num_train_epochs=options.epochs,
+        learning_rate=options.lr,
+        per_device_train_batch_size=options.batch_size,
+        per_device_eval_batch_size=options.eval_batch_size,
+        weight_decay=0.01,
+        warmup_steps=0.1,  # a float below 1 is a ratio of the total steps (transformers 5)
+        lr_scheduler_type="linear",
+        optim="adamw_torch",
+        eval_strategy="epoch",
+        save_strategy="epoch",
+        save_total_limit=1,  # the best checkpoint is kept besides the last one
+        load_best_model_at_end=True,
+        metric_for_best_model=task.main_metric,
+        greater_is_better=True,
+        logging_strategy="epoch",
+        seed=options.seed,
+        data_seed=options.seed,
+        full_determinism=not cuda,
+        bf16=bf16,
+        fp16=cuda and not bf16,
+        use_cpu=not cuda,
+        dataloader_num_workers=0,
+        label_names=["labels"],
+        report_to="none",
+    )
