@@ -312,7 +312,7 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, capsys):
 def test_prepare_task_writes_the_contract_schema(glue, tmp_path):
     out = tmp_path / "tasks" / "stsb"
     assert main(["prepare-task", "stsb", "--source", "local", "--data-dir", str(glue), "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["test.parquet", "train.parquet", "validation.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [".spanft-output", "test.parquet", "train.parquet", "validation.parquet"]
     table = pq.read_table(out / "train.parquet")
     assert str(table.schema.field("idx").type) == "int64"
     assert str(table.schema.field("words_a").type) == "list<element: string>"

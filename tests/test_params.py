@@ -140,7 +140,7 @@ def test_hparams_block_is_read_and_checked(tmp_path):
     with pytest.raises(SpanftError, match="key hparams.sst2 not found"):
         load_hparams(f"{path}:hparams.sst2")
     path.write_text("hparams:\n  cola: {epochs: two}\n", encoding="utf-8")
-    with pytest.raises(SpanftError, match="hparams.cola.epochs: expected int, found 'two'"):
+    with pytest.raises(SpanftError, match="hparams.cola.epochs: expected an integer, found 'two'"):
         load_hparams(f"{path}:hparams.cola")
     with pytest.raises(SpanftError, match="expected FILE:KEY"):
         load_hparams("params.yaml")

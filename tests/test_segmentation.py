@@ -280,7 +280,7 @@ def test_segment_task_pair(tmp_path, dict_file):
     train, _ = _write_pair_task(tmp_path / "in")
     out = tmp_path / "out"
     assert main(["segment-task", str(tmp_path / "in"), "--out", str(out), "--dict", str(dict_file)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == ["segmentation.json", "test.parquet", "train.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [".spanft-output", "segmentation.json", "test.parquet", "train.parquet"]
     result = pd.read_parquet(out / "train.parquet")
     assert result["idx"].tolist() == [0, 1, 2] and result["label"].tolist() == [1, 0, 2]
     assert [list(w) for w in result["words_a"]] == [list(w) for w in train["words_a"]]  # case kept

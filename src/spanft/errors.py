@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
+import signal
 import sys
-from typing import Callable
+import threading
+from typing import Callable, Iterator
 
 
 class SpanftError(Exception):
     """A mistake in the user's input (file, key, value). The message names what is wrong."""
+
+
+class Terminated(BaseException):
+    """Raised in the main process on SIGTERM, so that ``finally`` blocks remove half-written outputs."""
 
 
 def where(path: object, line: int | None = None) -> str:
@@ -15,18 +24,72 @@ def where(path: object, line: int | None = None) -> str:
     return f"{path}:{line}" if line is not None else str(path)
 
 
-def run_command(body: Callable[[], int | None]) -> int:
-    """Run an entry point's body; a user mistake becomes one ``spanft: error:`` line and exit code 2.
+def one_line(text: str) -> str:
+    """``text`` with every character that a terminal or ``str.splitlines`` takes as a line break escaped."""
+    return "".join(ch if len(f"{ch}x".splitlines()) == 1 else ascii(ch)[1:-1] for ch in text)
 
-    The ``spanft`` command line and every ``pipeline/`` stage script go through here, so they fail alike.
+
+def describe_os_error(exc: OSError) -> str:
+    """A system error as one line naming its path(s): ``data/x: Permission denied``."""
+    reason = exc.strerror or (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    if exc.errno == errno.ENOSPC:
+        reason = "disk full (no space left on device)"
+    paths = [os.fsdecode(p) for p in (exc.filename, exc.filename2) if p is not None]
+    return f"{' -> '.join(paths)}: {reason}" if paths else reason
+
+
+def run_command(body: Callable[[], int | None]) -> int:
+    """Run an entry point's body; every mistake the user can make ends as one ``spanft: error:`` line.
+
+    Exit 2 for a wrong input (the project's own checks) or a system error on a file (missing, not
+    readable, a directory, disk full), 130 on Ctrl-C, 143 on SIGTERM. The ``spanft`` command line and every
+    ``pipeline/`` stage script go through here, so they fail alike.
     """
+    with _sigterm_raises():
+        try:
+            return int(body() or 0)
+        except SpanftError as exc:
+            return _fail(str(exc), 2)
+        except KeyboardInterrupt:
+            return _fail("interrupted (Ctrl-C)", 130)
+        except Terminated:
+            return _fail("terminated (SIGTERM)", 143)
+        except BrokenPipeError:  # `spanft segment | head`: the reader left; nothing more to say
+            _silence_stdout()
+            return 0
+        except OSError as exc:
+            return _fail(describe_os_error(exc), 2)
+
+
+def _fail(message: str, status: int) -> int:
+    print(f"spanft: error: {one_line(message)}", file=sys.stderr)
+    return status
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush raises no second BrokenPipeError."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _raise_terminated(signum: int, frame) -> None:
+    raise Terminated(signum)
+
+
+@contextlib.contextmanager
+def _sigterm_raises() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` while the body runs (the main thread only can install handlers)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _raise_terminated)
     try:
-        return int(body() or 0)
-    except SpanftError as exc:
-        print(f"spanft: error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("spanft: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:
-        return 0
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def quiet_worker_signals() -> None:
+    """In a worker process: Ctrl-C is ignored and SIGTERM ends it silently; the parent reports once."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)

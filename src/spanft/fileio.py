@@ -1,95 +1,253 @@
-"""Atomic outputs and careful text input shared by every stage.
+"""Safe outputs and careful text input shared by every stage.
 
-Every output is written to a temporary file beside its target and renamed into place only when
-complete, so an interrupted or failed stage never leaves a file that DVC or a user would take as
-finished.
+Outputs. Every output is written to a temporary path beside its target and renamed into place only when
+complete, so an interrupted or failed stage never leaves a file that DVC or a user would take as finished.
+A command deletes only what it made:
+
+- an output may not be, contain or lie inside one of its inputs, the current directory or the repository
+  root;
+- a directory output carries a marker file (``.spanft-output``, naming the command that wrote it) that DVC
+  caches and restores with it; an existing directory is replaced only when it is empty or holds the marker of
+  the same command;
+- a file output (``counts.tsv``, ``tagger.json``) replaces an existing file of that name, the way ``cp`` or
+  ``sort -o`` do (a file cannot carry a marker; the old file stays whole until the new one is complete), but
+  never a directory.
+
+Input. Text files are read as UTF-8 line by line, where only ``\\n`` and ``\\r\\n`` end a line (never the
+``\\f``, ``\\v`` or U+2028 that ``str.splitlines`` also splits on), with errors naming the file and line.
 """
 
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
+import json
 import logging
 import os
 import shutil
+import signal
 import tempfile
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO, Iterable, Iterator
 
-from spanft.errors import SpanftError, where
+from spanft.errors import SpanftError, describe_os_error, where
 
 log = logging.getLogger("spanft")
 
+OUTPUT_MARKER = ".spanft-output"  # inside every directory output: {"made_by": "<command>"}
+
+Inputs = Iterable["str | os.PathLike | None"]
+
+
+# ------------------------------------------------------------------------------------------------ outputs
+
+
+def check_output_location(target: str | os.PathLike, inputs: Inputs = ()) -> Path:
+    """``target`` as a Path, or a one-line error if it is, contains or lies inside an input, or is (or
+    contains) the current directory or the repository root."""
+    target = Path(target)
+    resolved = _real(target)
+    for place, what in ((_real(Path.cwd()), "the current directory"), (repository_root(), "the repository root")):
+        if place is not None and (resolved == place or resolved in place.parents):
+            relation = "is" if resolved == place else "contains"
+            raise SpanftError(f"output {target} {relation} {what} ({place}): spanft writes only below it")
+    for source in inputs:
+        if source is None or str(source) == "":
+            continue
+        real = _real(Path(source))
+        if resolved == real:
+            raise SpanftError(f"output {target} is also an input: spanft never writes over what it reads")
+        if real in resolved.parents:
+            raise SpanftError(f"output {target} lies inside the input {source}: choose a path outside it")
+        if resolved in real.parents:
+            raise SpanftError(f"output {target} contains the input {source}: choose a path that does not")
+    return target
+
+
+def check_output(target: str | os.PathLike, *, inputs: Inputs = (), made_by: str | None = None) -> Path:
+    """Refuse, before any work, an output that would destroy what spanft did not make.
+
+    ``made_by`` names the command of a directory output (``prepare-task``); ``None`` means a file output.
+    """
+    target = check_output_location(target, inputs)
+    if made_by is None:
+        if target.is_dir():
+            raise SpanftError(f"output {target} is a directory; a file is written here: name the file")
+    else:
+        _check_directory_target(target, made_by)
+    return target
+
+
+def _check_directory_target(target: Path, made_by: str) -> None:
+    if target.is_symlink():
+        raise SpanftError(f"output {target} is a symbolic link: spanft replaces only directories it wrote itself")
+    if not target.exists():
+        return
+    if not target.is_dir():
+        raise SpanftError(f"output {target} exists and is not a directory: choose another path")
+    owner = output_owner(target)
+    if owner is None and any(target.iterdir()):
+        raise SpanftError(
+            f"output {target} exists and was not written by spanft (no {OUTPUT_MARKER} inside): spanft replaces "
+            f"only its own outputs; choose another path or remove it yourself"
+        )
+    if owner is not None and owner != made_by:
+        raise SpanftError(f"output {target} holds the output of `spanft {owner}`, not of `spanft {made_by}`: "
+                          f"choose another path")
+
+
+def output_owner(directory: str | os.PathLike) -> str | None:
+    """The command named by a directory output's marker; None without a readable marker."""
+    try:
+        owner = json.loads((Path(directory) / OUTPUT_MARKER).read_text(encoding="utf-8")).get("made_by")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return owner if isinstance(owner, str) else None
+
+
+def repository_root() -> Path | None:
+    """The project root: DVC's ``DVC_ROOT`` in a stage, else the nearest folder up holding ``.dvc`` or ``.git``."""
+    if os.environ.get("DVC_ROOT"):
+        return _real(Path(os.environ["DVC_ROOT"]))
+    here = _real(Path.cwd())
+    for folder in (here, *here.parents):
+        if (folder / ".dvc").is_dir() or (folder / ".git").exists():
+            return folder
+    return None
+
+
+def _real(path: Path) -> Path:
+    return Path(os.path.realpath(path))
+
 
 @contextlib.contextmanager
-def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
-    """Yield a temporary path beside ``target``; rename it onto ``target`` if the block succeeds.
-
-    Works for files and directories (a directory target replaces any existing one).
-    """
-    target = Path(target)
+def atomic_path(target: str | os.PathLike, *, inputs: Inputs = (), made_by: str | None = None) -> Iterator[Path]:
+    """Yield a temporary path beside ``target``; the block writes a file there (or, with ``made_by``, a
+    directory); it replaces ``target`` only if the block succeeds. See the module's rules for what may be
+    replaced; they are checked before the block runs and again before the rename."""
+    target = check_output(target, inputs=inputs, made_by=made_by)
     target.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temporaries(target)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
-    tmp.unlink()
+    tmp = _temporary_name(target)
     try:
-        yield tmp
-        if not tmp.exists():
-            raise RuntimeError(f"nothing was written to the temporary path for {target}")
-        if target.is_dir() and not target.is_symlink():
-            shutil.rmtree(target)
-        os.replace(tmp, target)
+        try:
+            yield tmp
+        except OSError as exc:
+            if exc.filename is None and exc.filename2 is None:  # a write or close: name what was being written
+                raise SpanftError(f"{target}: {describe_os_error(exc)} (while writing it)") from None
+            raise
+        _finish(tmp, target, made_by)
+        check_output(target, inputs=inputs, made_by=made_by)
+        _move_into_place(tmp, target)
     finally:
-        if tmp.is_dir():
-            shutil.rmtree(tmp, ignore_errors=True)
-        elif tmp.exists():
-            tmp.unlink()
+        _remove(tmp)
+
+
+def _finish(tmp: Path, target: Path, made_by: str | None) -> None:
+    if not os.path.lexists(tmp):
+        raise RuntimeError(f"nothing was written to the temporary path for {target}")
+    if made_by is None and tmp.is_dir():
+        raise RuntimeError(f"a directory was written for {target}: atomic_path needs made_by for a directory")
+    if made_by is not None:
+        if not tmp.is_dir():
+            raise RuntimeError(f"atomic_path(made_by={made_by!r}) expects a directory for {target}")
+        (tmp / OUTPUT_MARKER).write_text(json.dumps({"made_by": made_by}) + "\n", encoding="utf-8")
+
+
+def _move_into_place(tmp: Path, target: Path) -> None:
+    """Rename ``tmp`` onto ``target``; a previous directory is swapped out first and removed after."""
+    previous = None
+    with _signals_deferred():
+        if tmp.is_dir() and os.path.lexists(target):
+            previous = _temporary_name(target)  # a kill right here leaves it for the next write to sweep
+            os.replace(target, previous)
+            try:
+                os.replace(tmp, target)
+            except BaseException:
+                os.replace(previous, target)
+                raise
+        else:
+            os.replace(tmp, target)
+    if previous is not None:
+        _remove(previous)
+
+
+@contextlib.contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM for the few system calls that swap an output into place."""
+    try:
+        before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    except (AttributeError, OSError, ValueError):  # no POSIX signal masks here
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, before)
+
+
+def _temporary_name(target: Path) -> Path:
+    """A fresh name ``.<target name>.<random>.tmp`` beside ``target`` (nothing is created there)."""
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    os.unlink(name)
+    return Path(name)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    elif os.path.lexists(path):
+        path.unlink(missing_ok=True)
 
 
 def _remove_stale_temporaries(target: Path) -> None:
     """Temporaries of ``target`` left by a killed writer (SIGKILL skips ``finally``): one writer per target."""
     for stale in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
         log.info("removing %s, left by an interrupted earlier write", stale)
-        if stale.is_dir() and not stale.is_symlink():
-            shutil.rmtree(stale, ignore_errors=True)
-        else:
-            stale.unlink(missing_ok=True)
+        _remove(stale)
 
 
 def glob_escape(name: str) -> str:
-    import glob
-
     return glob.escape(name)
 
 
 @contextlib.contextmanager
-def atomic_open(target: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO]:
+def atomic_open(target: str | os.PathLike, mode: str = "w", encoding: str | None = "utf-8", *,
+                inputs: Inputs = ()) -> Iterator[IO]:
     """Open a temporary file for writing; it replaces ``target`` only if the block succeeds."""
     if "b" in mode:
         encoding = None
-    with atomic_path(target) as tmp:
+    with atomic_path(target, inputs=inputs) as tmp:
         with open(tmp, mode, encoding=encoding, newline="\n" if encoding else None) as handle:
             yield handle
+
+
+# -------------------------------------------------------------------------------------------------- input
 
 
 def require_file(path: str | os.PathLike, what: str = "file") -> Path:
     """Return ``path`` as a Path, or raise a one-line error if it is not an existing file."""
     path = Path(path)
+    if path.is_dir():
+        raise SpanftError(f"{path}: {what} expected, found a directory")
     if not path.is_file():
         raise SpanftError(f"{path}: {what} not found")
     return path
 
 
 def read_text_lines(path: str | os.PathLike, what: str = "file") -> Iterator[tuple[int, str]]:
-    """Yield ``(line_number, line)`` (1-based, newline stripped) from a UTF-8 file.
+    """Yield ``(line_number, line)`` (1-based, ``\\n`` or ``\\r\\n`` stripped) from a UTF-8 file.
 
-    Non-UTF-8 bytes raise a SpanftError naming the file and line instead of a UnicodeDecodeError.
+    Only ``\\n`` ends a line. Non-UTF-8 bytes raise a SpanftError naming the file and line instead of a
+    UnicodeDecodeError; a byte-order mark at the start is dropped.
     """
     path = require_file(path, what)
     with open(path, "rb") as handle:
         for number, raw in enumerate(handle, start=1):
+            if raw.endswith(b"\n"):
+                raw = raw[:-2] if raw.endswith(b"\r\n") else raw[:-1]
             try:
                 line = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
@@ -98,7 +256,15 @@ def read_text_lines(path: str | os.PathLike, what: str = "file") -> Iterator[tup
                 ) from None
             if number == 1 and line.startswith("\ufeff"):
                 line = line[1:]
-            yield number, line.rstrip("\r\n")
+            yield number, line
+
+
+def split_text_lines(text: str) -> list[str]:
+    """The lines of ``text`` as :func:`read_text_lines` reads them: split on ``\\n``, one ``\\r`` before it dropped."""
+    parts = text.split("\n")
+    last = parts.pop()  # after the final newline: empty, or a last line without one
+    lines = [part[:-1] if part.endswith("\r") else part for part in parts]
+    return [*lines, last] if last else lines
 
 
 def read_text(path: str | os.PathLike, what: str = "file") -> str:

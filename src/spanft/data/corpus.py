@@ -91,10 +91,10 @@ def normalise_wikitext(lines: Iterable[str], stats: _LineStats) -> Iterator[str]
             yield text
 
 
-def _write_paragraphs(lines: Iterable[str], out_path: str | Path, source: str) -> int:
+def _write_paragraphs(lines: Iterable[str], out_path: str | Path, source: str, inputs: Iterable[str | Path] = ()) -> int:
     """Write normalised WikiText paragraphs atomically; return the number of paragraphs."""
     stats = _LineStats()
-    with atomic_open(out_path) as out:
+    with atomic_open(out_path, inputs=inputs) as out:
         for paragraph in tqdm(normalise_wikitext(lines, stats), unit="para", desc="corpus", disable=None):
             out.write(paragraph + "\n")
         if stats.kept == 0:
@@ -112,7 +112,8 @@ def _write_paragraphs(lines: Iterable[str], out_path: str | Path, source: str) -
 def write_local_corpus(local_path: str | Path, out_path: str | Path) -> int:
     """A WikiText file on disk (``wiki.train.tokens`` / ``.raw``) -> corpus file; return paragraphs."""
     require_file(local_path, "WikiText file (corpus.local_path)")
-    return _write_paragraphs((line for _, line in read_text_lines(local_path)), out_path, str(local_path))
+    lines = (line for _, line in read_text_lines(local_path))
+    return _write_paragraphs(lines, out_path, str(local_path), inputs=[local_path])
 
 
 def write_hf_corpus(hf_id: str, hf_config: str | None, hf_split: str, out_path: str | Path) -> int:

@@ -66,13 +66,16 @@ def load_task(
     return dict(iter_task(task, source, data_dir, sizes))
 
 
-def write_prepared(splits: Mapping[str, SplitColumns] | Iterable[tuple[str, SplitColumns]], out_dir: str | Path) -> None:
+def write_prepared(splits: Mapping[str, SplitColumns] | Iterable[tuple[str, SplitColumns]], out_dir: str | Path, *,
+                   inputs: Iterable[str | Path | None] = ()) -> None:
     """Write ``<out_dir>/<split>.parquet`` for every split; the directory appears whole or not at all.
+
+    ``inputs`` (the local data directory) may not hold, be or lie inside the output.
 
     Given an iterator (:func:`iter_task`), only one split is held in memory at a time.
     """
     items = splits.items() if isinstance(splits, Mapping) else splits
-    with atomic_path(out_dir) as tmp:
+    with atomic_path(out_dir, inputs=inputs, made_by="prepare-task") as tmp:
         tmp.mkdir(parents=True)
         for name, columns in items:
             pq.write_table(columns.to_table(), tmp / f"{name}.parquet")
@@ -108,5 +111,5 @@ def cli_describe(args: argparse.Namespace) -> int:
 
 def cli_prepare_task(args: argparse.Namespace) -> int:
     task = get_task(args.task)
-    write_prepared(iter_task(task, args.source, args.data_dir, _sizes(args)), args.out)
+    write_prepared(iter_task(task, args.source, args.data_dir, _sizes(args)), args.out, inputs=[args.data_dir])
     return 0

@@ -2,6 +2,9 @@
 
 A missing local test file skips that split (a warning: no submission file for it); a missing train or
 validation file is an error. Rows dropped by rule (SNLI's "-" labels, blank lines) are counted in the log.
+Files are checked to be what they claim before their rows are read: a GLUE file's header names the columns
+read from it (a header-less file or another task's file stops at line 1), every row has the header's number
+of fields, SNLI records carry non-null strings, and no split is empty.
 """
 
 from __future__ import annotations
@@ -37,6 +40,60 @@ def _find_local(task: TaskSpec, split: SplitSpec, data_dir: Path) -> Path | None
     return None
 
 
+# The official header of each GLUE file read (the classic download script's layout). MNLI train has one
+# annotator label column, dev five, before gold_label: columns are compared by position, from the end for
+# negative positions, so the train header stands for both.
+_MNLI_HEAD = ("index", "promptID", "pairID", "genre", "sentence1_binary_parse", "sentence2_binary_parse",
+              "sentence1_parse", "sentence2_parse", "sentence1", "sentence2")
+_GLUE_HEADERS: dict[tuple[str, bool], tuple[str, ...] | None] = {  # (task, labeled) -> header
+    ("cola", True): None,
+    ("cola", False): ("index", "sentence"),
+    ("sst2", True): ("sentence", "label"),
+    ("sst2", False): ("index", "sentence"),
+    ("mrpc", True): ("Quality", "#1 ID", "#2 ID", "#1 String", "#2 String"),
+    ("mrpc", False): ("index", "#1 ID", "#2 ID", "#1 String", "#2 String"),
+    ("stsb", True): ("index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
+                     "sentence2", "score"),
+    ("stsb", False): ("index", "genre", "filename", "year", "old_index", "source1", "source2", "sentence1",
+                      "sentence2"),
+    ("qqp", True): ("id", "qid1", "qid2", "question1", "question2", "is_duplicate"),
+    ("qqp", False): ("id", "question1", "question2"),
+    ("mnli", True): (*_MNLI_HEAD, "label1", "gold_label"),
+    ("mnli", False): _MNLI_HEAD,
+    ("qnli", True): ("index", "question", "sentence", "label"),
+    ("qnli", False): ("index", "question", "sentence"),
+    ("rte", True): ("index", "sentence1", "sentence2", "label"),
+    ("rte", False): ("index", "sentence1", "sentence2"),
+    ("wnli", True): ("index", "sentence1", "sentence2", "label"),
+    ("wnli", False): ("index", "sentence1", "sentence2"),
+}
+_DIAGNOSTIC_HEADER = ("index", "sentence1", "sentence2")  # MNLI's "ax" split
+
+
+def official_header(task: TaskSpec, split: SplitSpec) -> tuple[str, ...] | None:
+    """The header line of a GLUE split's official file, as field names (None: the file has no header)."""
+    if split.hub_config == "ax":
+        return _DIAGNOSTIC_HEADER
+    return _GLUE_HEADERS[(task.name, split.labeled)]
+
+
+def _read_positions(cols) -> list[int]:
+    return [*cols.text_cols, *(c for c in (cols.label_col, cols.idx_col) if c is not None)]
+
+
+def _check_glue_header(task: TaskSpec, split: SplitSpec, fields: list[str], location: str) -> None:
+    """The header must name, at every position read, the column the official file has there."""
+    official = official_header(task, split)
+    positions = _read_positions(split.local_columns)
+    wrong = any(not -len(fields) <= p < len(fields) or fields[p] != official[p] for p in positions)
+    if wrong:
+        raise SpanftError(
+            f"{location}: expected the official {task.name} {split.name} header "
+            f"{chr(9).join(official)!r}, found {chr(9).join(fields)[:120]!r} (a file without its header, or "
+            f"another task's file?)"
+        )
+
+
 def _read_glue_tsv(task: TaskSpec, split: SplitSpec, path: Path, out: SplitColumns) -> None:
     """A GLUE TSV as the classic download script unpacks it: split on tabs, no quoting, BOM stripped."""
     cols = split.local_columns
@@ -45,6 +102,7 @@ def _read_glue_tsv(task: TaskSpec, split: SplitSpec, path: Path, out: SplitColum
     blank = 0
     for number, line in read_text_lines(path, what=f"{task.name} {split.name} file"):
         if number == 1 and cols.header:
+            _check_glue_header(task, split, line.split("\t"), where(path, number))
             expected = expected or len(line.split("\t"))
             continue
         if not line.strip():
@@ -69,6 +127,32 @@ def _parse_index(raw: str, location: str) -> int:
         raise SpanftError(f"{location}: index {raw!r} is not an integer") from None
 
 
+_SNLI_FIELDS = ("sentence1", "sentence2", "gold_label")
+
+
+def _snli_record(line: str, location: str) -> list[str]:
+    """``[sentence1, sentence2, gold_label]`` of one SNLI line: a JSON object whose three fields are strings."""
+    try:
+        record = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise SpanftError(f"{location}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise SpanftError(f"{location}: not valid JSON (nested too deeply)") from None
+    if not isinstance(record, dict):
+        raise SpanftError(f"{location}: expected a JSON object with {', '.join(_SNLI_FIELDS)}, "
+                          f"found {type(record).__name__}")
+    values = []
+    for name in _SNLI_FIELDS:
+        if name not in record:
+            raise SpanftError(f"{location}: missing field {name!r} (an SNLI line has {', '.join(_SNLI_FIELDS)})")
+        value = record[name]
+        if not isinstance(value, str):
+            found = "null" if value is None else type(value).__name__
+            raise SpanftError(f"{location}: field {name!r} must be a string, found {found}")
+        values.append(value)
+    return values
+
+
 def _read_snli_jsonl(task: TaskSpec, split: SplitSpec, path: Path, out: SplitColumns) -> None:
     """SNLI's jsonl: sentence1, sentence2, gold_label; rows whose gold_label is "-" are dropped and counted."""
     dropped = 0
@@ -77,18 +161,11 @@ def _read_snli_jsonl(task: TaskSpec, split: SplitSpec, path: Path, out: SplitCol
         if not line.strip():
             continue
         location = where(path, number)
-        try:
-            record = json.loads(line)
-            texts = [record["sentence1"], record["sentence2"]]
-            raw = record["gold_label"]
-        except json.JSONDecodeError as exc:
-            raise SpanftError(f"{location}: not valid JSON ({exc.msg})") from None
-        except (KeyError, TypeError) as exc:
-            raise SpanftError(f"{location}: missing field {exc}") from None
+        *texts, raw = _snli_record(line, location)
         if raw == task.local_dropped_label:
             dropped += 1
         else:
-            out.add(row, [_WORDS.words(str(t)) for t in texts], parse_raw_label(task, raw, location), location)
+            out.add(row, [_WORDS.words(t) for t in texts], parse_raw_label(task, raw, location), location)
         row += 1
     if dropped:
         log.info("%s: dropped %d example(s) without a gold label (%r)", path, dropped, task.local_dropped_label)
@@ -171,7 +248,14 @@ def iter_local(task: TaskSpec, data_dir: str | Path) -> Iterator[tuple[str, Spli
     for name, path in paths.items():
         columns = SplitColumns(task, name)
         _LOCAL_READERS[task.local_format](task, task.splits[name], path, columns)
+        require_examples(columns, path)
         yield name, columns
+
+
+def require_examples(columns: SplitColumns, origin: object) -> None:
+    """An empty split (an empty file, or only rows dropped by rule) is a mistake, not data."""
+    if len(columns) == 0:
+        raise SpanftError(f"{origin}: no {columns.task.name} {columns.split} examples (an empty split)")
 
 
 def read_local(task: TaskSpec, data_dir: str | Path) -> dict[str, SplitColumns]:

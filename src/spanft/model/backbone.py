@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Iterator
 
 from spanft.errors import SpanftError
-from spanft.fileio import atomic_path, read_text_lines, require_file
+from spanft.fileio import atomic_path, check_output, read_text_lines, require_file
 
 log = logging.getLogger("spanft")
 
@@ -303,12 +303,14 @@ def make_backbone(corpus: str | os.PathLike, out: str | os.PathLike, cfg: Backbo
 
     cfg.validate()
     corpus = require_file(corpus, "corpus")
+    check_output(out, inputs=[corpus], made_by="backbone")
     start = time.perf_counter()
     tokenizer, config, base_class, mlm_class = _tokenizer_and_model_classes(corpus, cfg)
     set_seed(cfg.seed)
     summary: dict = {"vocab_size": len(tokenizer), **{k: v for k, v in asdict(cfg).items() if k != "vocab_size"}}
     summary["lowercase"] = cfg.folds_case
-    with atomic_path(out) as tmp, tempfile.TemporaryDirectory(prefix="spanft-mlm-") as workdir:
+    with atomic_path(out, inputs=[corpus], made_by="backbone") as tmp, \
+            tempfile.TemporaryDirectory(prefix="spanft-mlm-") as workdir:
         model = base_class(config)  # with a pooler, so AutoModel loads without newly initialised weights
         if cfg.mlm_steps > 0:
             mlm = mlm_class(config)
@@ -326,19 +328,21 @@ def fetch_hub_backbone(hub_id: str, out: str | os.PathLike, revision: str | None
     """Download ``hub_id`` (model + tokenizer) and save it into the directory ``out`` (atomically)."""
     from transformers import AutoModel, AutoTokenizer, set_seed
 
+    check_output(out, made_by="backbone")
     start = time.perf_counter()
     set_seed(seed)  # weights the checkpoint lacks (a pooler, say) are initialised the same way every time
     try:
         tokenizer = AutoTokenizer.from_pretrained(hub_id, revision=revision)
-        model = AutoModel.from_pretrained(hub_id, revision=revision)
+        model = AutoModel.from_pretrained(hub_id, revision=revision, use_safetensors=True)
     except (OSError, ValueError) as exc:
+        _refuse_pickled_weights(hub_id, exc)
         at = f" at revision {revision}" if revision else ""
         raise SpanftError(
             f"backbone {hub_id!r}{at} could not be downloaded (unknown id or revision, or offline? "
             f"without network use --source local --path DIR): {_first_line(exc)}"
         ) from None
     _require_fast(tokenizer, hub_id)
-    with atomic_path(out) as tmp:
+    with atomic_path(out, made_by="backbone") as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
     return _loaded_summary(model, tokenizer, start) | {"commit": getattr(model.config, "_commit_hash", None)}
@@ -356,10 +360,8 @@ def copy_local_backbone(path: str | os.PathLike, out: str | os.PathLike) -> dict
         raise SpanftError(f"backbone directory {source} has no config.json (not a saved HF model)")
     if not any((source / name).is_file() for name in TOKENIZER_FILES):
         raise SpanftError(f"backbone directory {source} has no tokenizer (none of {', '.join(TOKENIZER_FILES)})")
-    if source.resolve() in target.resolve().parents:
-        raise SpanftError(f"backbone output {target} lies inside the directory it copies ({source})")
     start = time.perf_counter()
-    with atomic_path(target) as tmp:
+    with atomic_path(target, inputs=[source], made_by="backbone") as tmp:
         # symlinks are followed: a hub cache snapshot links into blobs/ that the copy must hold itself
         shutil.copytree(source, tmp, ignore=shutil.ignore_patterns(".git"))
         model, tokenizer = load_backbone(str(tmp))
@@ -386,6 +388,16 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _refuse_pickled_weights(name: str, exc: BaseException) -> None:
+    """Weights are read from safetensors only: a pickled ``pytorch_model.bin`` can run code when loaded."""
+    if "safetensors" in str(exc):
+        raise SpanftError(
+            f"backbone {name!r} has no safetensors weights (model.safetensors); spanft never loads pickled "
+            f"pytorch_model.bin files: convert it once where you trust it (AutoModel.from_pretrained(...)"
+            f".save_pretrained(DIR) writes model.safetensors) and use DIR as a local backbone"
+        ) from None
+
+
 def load_backbone(name_or_dir: str):
     """``(AutoModel, fast tokenizer)`` for a local directory or a hub id, with one-line errors."""
     from transformers import AutoModel, AutoTokenizer
@@ -398,8 +410,9 @@ def load_backbone(name_or_dir: str):
         raise SpanftError(f"backbone directory {name_or_dir} has no config.json (not a saved HF model)")
     try:
         tokenizer = AutoTokenizer.from_pretrained(name_or_dir)
-        model = AutoModel.from_pretrained(name_or_dir)
+        model = AutoModel.from_pretrained(name_or_dir, use_safetensors=True)
     except (OSError, ValueError) as exc:
+        _refuse_pickled_weights(name_or_dir, exc)
         raise SpanftError(
             f"backbone {name_or_dir!r} could not be loaded (unknown id, or offline?): {_first_line(exc)}"
         ) from None

@@ -8,6 +8,7 @@ only that task's runs.
 from __future__ import annotations
 
 import logging
+import math
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,32 @@ HPARAM_TYPES: dict[str, type] = {
     "max_train_examples": int,
     "max_eval_examples": int,
 }
+OPTIONAL = ("max_spans", "max_train_examples", "max_eval_examples")  # null: the FinetuneOptions default
+_AT_LEAST_ONE = ("epochs", "batch_size", "eval_batch_size", "max_seq_len", "max_spans", "max_span_len",
+                 "max_train_examples", "max_eval_examples")
+
+
+def hparam_problem(name: str, value: Any) -> str | None:
+    """What is wrong with one hyper-parameter's value (unknown, type, range), or None when it is fine."""
+    if name not in HPARAM_TYPES:
+        return f"unknown hyper-parameter; valid: {', '.join(HPARAM_TYPES)}"
+    wanted = HPARAM_TYPES[name]
+    if value is None:
+        return None if name in OPTIONAL else f"must be set ({_kind(wanted)})"
+    numeric = wanted is float and isinstance(value, int)
+    if isinstance(value, bool) or not (isinstance(value, wanted) or numeric):
+        return f"expected {_kind(wanted)}, found {value!r}"
+    if name in _AT_LEAST_ONE and value < 1:
+        return f"must be at least 1, found {value!r}"
+    if name == "lr" and not (math.isfinite(value) and value > 0):
+        return f"must be a positive number, found {value!r}"
+    if name == "dropout" and not 0 <= value < 1:
+        return f"must satisfy 0 <= dropout < 1, found {value!r}"
+    return None
+
+
+def _kind(wanted: type) -> str:
+    return {int: "an integer", float: "a number", str: "a string"}[wanted]
 
 
 def load_hparams(spec: str) -> dict[str, Any]:
@@ -46,22 +73,9 @@ def load_hparams(spec: str) -> dict[str, Any]:
     block = lookup(tree, key, file)
     if not isinstance(block, dict):
         raise SpanftError(f"{file}: {key} must be a mapping of hyper-parameters, found {type(block).__name__}")
-    return {name: _checked(file, key, name, value) for name, value in block.items()}
-
-
-def _checked(file: Path, key: str, name: str, value: Any) -> Any:
-    if name not in HPARAM_TYPES:
-        raise SpanftError(f"{file}: {key}.{name}: unknown hyper-parameter; valid: {', '.join(HPARAM_TYPES)}")
-    wanted = HPARAM_TYPES[name]
-    if value is None and name in ("max_spans", "max_train_examples", "max_eval_examples"):
-        return None
-    if wanted is float and isinstance(value, int) and not isinstance(value, bool):
-        value = float(value)
-    if wanted is float and isinstance(value, str):  # YAML 1.1 reads 5e-4 (no dot) as a string
-        try:
-            value = float(value)
-        except ValueError:
-            pass
-    if not isinstance(value, wanted) or isinstance(value, bool):
-        raise SpanftError(f"{file}: {key}.{name}: expected {wanted.__name__}, found {value!r}")
-    return value
+    for name, value in block.items():
+        problem = hparam_problem(str(name), value)
+        if problem:
+            raise SpanftError(f"{file}: {key}.{name}: {problem}")
+    return {name: float(value) if HPARAM_TYPES[name] is float and value is not None else value
+            for name, value in block.items()}

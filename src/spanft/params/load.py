@@ -1,32 +1,80 @@
-"""Reading a params file (YAML) with one-line errors, and looking up dotted keys in it."""
+"""Reading a params file (YAML) with one-line errors, and looking up dotted keys in it.
+
+One loader for every params file: PyYAML's safe loader (no tags that build Python objects) with two
+changes. Numbers in exponent form without a dot (``3e-05``, what ``dvc exp run -S lr=3e-5`` writes) are
+floats, as in YAML 1.2, where YAML 1.1 would read a string. A key given twice in one mapping is an error
+naming both lines, where YAML would silently keep the last.
+"""
 
 from __future__ import annotations
 
 import logging
+import re
 from pathlib import Path
 from typing import Any
 
-from spanft.errors import SpanftError
+import yaml
+
+from spanft.errors import SpanftError, where
 
 log = logging.getLogger("spanft")
+
+# YAML 1.2 core-schema floats that YAML 1.1 misses: an exponent with an optional sign, with or without a dot.
+_EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
+
+
+class ParamsLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that reads ``3e-05`` as a float and refuses duplicate keys."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            try:
+                first = seen.get(key)
+            except TypeError:  # an unhashable key (a list): the base class reports it
+                continue
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first given at line {first})", key_node.start_mark
+                )
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+ParamsLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
+
+
+def parse_params(text: str, path: str | Path) -> Any:
+    """The YAML document in ``text`` (read from ``path``), with errors naming ``path:line``."""
+    try:
+        return yaml.load(text, Loader=ParamsLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise SpanftError(f"{where(path, line)}: not valid YAML: {problem}") from None
+    except RecursionError:
+        raise SpanftError(f"{path}: not valid YAML: nested too deeply") from None
 
 
 def load_params(path: str | Path) -> dict:
     """The parsed YAML mapping of ``path``, with one-line errors."""
-    import yaml
-
     path = Path(path)
+    if path.is_dir():
+        raise SpanftError(f"{path}: params file expected, found a directory")
     if not path.is_file():
         raise SpanftError(f"{path}: params file not found")
+    data = path.read_bytes()
     try:
-        tree = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise SpanftError(f"{path}: not valid UTF-8") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise SpanftError(f"{path}{line}: not valid YAML: {problem}") from None
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SpanftError(f"{where(path, line)}: not valid UTF-8 (byte {data[exc.start]:#04x})") from None
+    tree = parse_params(text, path)
     if not isinstance(tree, dict):
         raise SpanftError(f"{path}: expected a mapping of parameters at the top level")
     return tree

@@ -29,7 +29,7 @@ def use_profile(name: str, root: str | Path = ".") -> Path:
         raise SpanftError(f"unknown profile {name!r}; available profiles: {choices}")
     check_params_file(source)
     target = root / "params.yaml"
-    with atomic_open(target) as handle:
+    with atomic_open(target, inputs=[source]) as handle:
         with open(source, encoding="utf-8") as src:
             shutil.copyfileobj(src, handle)
     return target

@@ -12,13 +12,15 @@ from __future__ import annotations
 import argparse
 import difflib
 import logging
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from spanft.errors import SpanftError
 
 log = logging.getLogger("spanft")
-from spanft.params.hparams import HPARAM_TYPES
+from spanft.params import ids
+from spanft.params.hparams import HPARAM_TYPES, hparam_problem
 from spanft.params.load import load_params
 
 _INT, _FLOAT, _STR, _BOOL = int, float, str, bool
@@ -39,7 +41,14 @@ _BUILD = {"source": _STR, "tokenizer": _STR, "lowercase": _BOOL, "vocab_size": _
           "path": _STR}
 
 
-_LIST = list
+@dataclass(frozen=True)
+class ListOf:
+    """A list of ``kind`` values, each given once."""
+
+    kind: type
+
+
+_STRS, _INTS = ListOf(str), ListOf(int)
 
 
 # key -> type, or a nested schema (dict); "*" matches any key (a user-named entry)
@@ -49,25 +58,25 @@ SCHEMA: dict[str, Any] = {
     "corpus": {"source": _STR, "tokens": _INT, "seed": _INT, "local_path": _STR, "hf_id": _STR,
                "hf_config": _STR, "hf_split": _STR, "tagged_sentences": _INT},
     "ngrams": {"min_n": _INT, "max_n": _INT, "min_count": _INT},
-    "dict_sizes": _LIST,
+    "dict_sizes": _INTS,
     "dict_size": _INT,
     "data": {"source": _STR, "dir": _STR,
              "synthetic": {"train_size": _INT, "eval_size": _INT, "test_size": _INT, "seed": _INT}},
-    "tasks": _LIST,
+    "tasks": _STRS,
     "segmentation": {"random_seed": _INT},
     "chunker": {"tagger": _STR},
     "backbones": {"*": _BUILD},
     "hparams": {"*": _HPARAMS},
     "studies": {
-        "glue": {"backbones": _LIST, "tasks": _LIST, "seeds": _LIST},
-        "backbones": {"backbones": _LIST, "tasks": _LIST, "seeds": _LIST},
-        "snli": {"backbones": _LIST, "seeds": _LIST, "encoders": _LIST},
-        "ablation": {"backbones": _LIST, "tasks": _LIST, "seeds": _LIST},
-        "ner": {"backbones": _LIST, "seeds": _LIST},
-        "dictsize": {"backbones": _LIST, "tasks": _LIST, "seeds": _LIST, "methods": _LIST},
+        "glue": {"backbones": _STRS, "tasks": _STRS, "seeds": _INTS},
+        "backbones": {"backbones": _STRS, "tasks": _STRS, "seeds": _INTS},
+        "snli": {"backbones": _STRS, "seeds": _INTS, "encoders": _STRS},
+        "ablation": {"backbones": _STRS, "tasks": _STRS, "seeds": _INTS},
+        "ner": {"backbones": _STRS, "seeds": _INTS},
+        "dictsize": {"backbones": _STRS, "tasks": _STRS, "seeds": _INTS, "methods": _STRS},
     },
-    "reports": {"paper_names": {"*": _STR}, "mcnemar_tasks": _LIST,
-                "figure2": {"tasks": _LIST, "examples": _INT}},
+    "reports": {"paper_names": {"*": _STR}, "mcnemar_tasks": _STRS,
+                "figure2": {"tasks": _STRS, "examples": _INT}},
 }
 
 
@@ -101,12 +110,25 @@ def _check_node(node: Any, schema: Any, dotted: str, path) -> None:
                 raise SpanftError(f"{path}: unknown key {where}{hint}; valid keys here: {valid}")
             _check_node(value, child, where, path)
         return
+    if isinstance(schema, ListOf):
+        _check_list(node, schema.kind, dotted, path)
+        return
     if schema is _FLOAT and isinstance(node, int) and not isinstance(node, bool):
         return
     if node is None and dotted.split(".")[-1] in ("max_spans", "max_train_examples", "max_eval_examples"):
         return
     if not isinstance(node, schema) or (schema is _INT and isinstance(node, bool)):
         raise SpanftError(f"{path}: {dotted} must be {_type_name(schema)}, found {node!r}")
+
+
+def _check_list(node: Any, kind: type, dotted: str, path) -> None:
+    if not isinstance(node, list):
+        raise SpanftError(f"{path}: {dotted} must be a list, found {node!r}")
+    for item in node:
+        if not isinstance(item, kind) or isinstance(item, bool):
+            raise SpanftError(f"{path}: {dotted}: {item!r} is not {_type_name(kind)}")
+        if node.count(item) > 1:
+            raise SpanftError(f"{path}: {dotted}: {item!r} is listed twice")
 
 
 def _join(dotted: str, key: str) -> str:
@@ -141,24 +163,100 @@ def _check_values(tree: dict, path) -> None:
         value = _get(tree, dotted)
         if value not in choices:
             raise SpanftError(f"{path}: {dotted}: {value!r} is not one of {', '.join(choices)}")
-    sizes = tree["dict_sizes"]
     if tree["dict_size"] <= 0:
         raise SpanftError(f"{path}: dict_size must be a positive number of entries, found {tree['dict_size']}")
+    _check_counts(tree, path)
+    _check_ngrams(tree["ngrams"], path)
+    _check_seeds(tree, path)
+    _check_sources(tree, path)
+    for name, block in tree["hparams"].items():
+        for key, value in block.items():
+            problem = hparam_problem(str(key), value)
+            if problem:
+                raise SpanftError(f"{path}: hparams.{name}.{key}: {problem}")
+    for name, spec in tree["backbones"].items():
+        _check_backbone(str(name), spec, path)
+
+
+# counts and sizes that must be at least 1 (dict_size has its own message above)
+_AT_LEAST_ONE = ("corpus.tokens", "corpus.tagged_sentences", "ngrams.min_count", "data.synthetic.train_size",
+                 "data.synthetic.eval_size", "data.synthetic.test_size", "reports.figure2.examples")
+_SEEDS = ("corpus.seed", "data.synthetic.seed", "segmentation.random_seed")
+SEED_LIMIT = 2**32  # numpy and torch seeds: 0 .. 2**32 - 1
+
+
+def _check_counts(tree: dict, path) -> None:
+    for dotted in _AT_LEAST_ONE:
+        if _get(tree, dotted) < 1:
+            raise SpanftError(f"{path}: {dotted} must be at least 1, found {_get(tree, dotted)!r}")
+    sizes = tree["dict_sizes"]
     if not sizes or any(not isinstance(s, int) or isinstance(s, bool) or s <= 0 for s in sizes):
         raise SpanftError(f"{path}: dict_sizes must be a non-empty list of positive integers, found {sizes!r}")
-    ngrams = tree["ngrams"]
-    if not 1 <= ngrams["min_n"] <= ngrams["max_n"]:
-        raise SpanftError(f"{path}: ngrams.min_n and ngrams.max_n must satisfy 1 <= min_n <= max_n")
-    for name, block in tree["hparams"].items():
-        for key in ("epochs", "lr", "batch_size", "max_seq_len"):
-            if key in block and not block[key] > 0:
-                raise SpanftError(f"{path}: hparams.{name}.{key} must be positive, found {block[key]!r}")
-    for name, spec in tree["backbones"].items():
-        if spec.get("source") not in ("build", "hub", "local"):
-            raise SpanftError(f"{path}: backbones.{name}.source must be build, hub or local, found {spec.get('source')!r}")
-        needed = {"hub": "hub_id", "local": "path"}.get(spec["source"])
-        if needed and not spec.get(needed):
-            raise SpanftError(f"{path}: backbones.{name}: source {spec['source']} needs {needed}")
+
+
+def _check_ngrams(ngrams: dict, path) -> None:
+    """Dictionary n-grams run from min_n to max_n words; segmentation looks up 2 .. MAX_N-word spans."""
+    from spanft.text.segmentation import MAX_N
+
+    if not 2 <= ngrams["min_n"] <= ngrams["max_n"] <= MAX_N:
+        raise SpanftError(f"{path}: ngrams must satisfy 2 <= min_n <= max_n <= {MAX_N} (the longest span "
+                          f"segmentation matches), found min_n {ngrams['min_n']}, max_n {ngrams['max_n']}")
+
+
+def _check_seeds(tree: dict, path) -> None:
+    seeds = [(dotted, _get(tree, dotted)) for dotted in _SEEDS]
+    seeds += [(f"backbones.{name}.seed", spec["seed"]) for name, spec in tree["backbones"].items() if "seed" in spec]
+    seeds += [(f"studies.{study}.seeds", seed) for study, spec in tree["studies"].items() for seed in spec["seeds"]]
+    for dotted, seed in seeds:
+        if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < SEED_LIMIT:
+            raise SpanftError(f"{path}: {dotted}: seed {seed!r} is not an integer from 0 to 2**32 - 1")
+
+
+def _check_sources(tree: dict, path) -> None:
+    """Hub ids, dataset config and split, and local paths; the path a local source needs must be given."""
+    corpus, data = tree["corpus"], tree["data"]
+    checks = [("corpus.hf_id", corpus["hf_id"], ids.hub_id_problem),
+              ("corpus.hf_config", corpus["hf_config"], ids.config_problem),
+              ("corpus.hf_split", corpus["hf_split"], ids.split_problem),
+              ("corpus.local_path", corpus["local_path"], ids.path_problem),
+              ("data.dir", data["dir"], ids.path_problem),
+              ("chunker.tagger", tree["chunker"]["tagger"], ids.path_problem)]
+    for dotted, value, problem_of in checks:
+        _refuse(path, dotted, value, problem_of)
+    for dotted, source, needed in (("corpus", corpus["source"], "local_path"), ("data", data["source"], "dir")):
+        if source == "local" and not _get(tree, f"{dotted}.{needed}"):
+            raise SpanftError(f"{path}: {dotted}.source is local but {dotted}.{needed} is empty")
+
+
+def _refuse(path, dotted: str, value: str, problem_of) -> None:
+    problem = problem_of(value)
+    if problem:
+        raise SpanftError(f"{path}: {dotted}: {value!r} {problem}")
+
+
+_BUILD_AT_LEAST_ONE = ("vocab_size", "hidden", "layers", "heads", "intermediate", "max_len", "mlm_batch_size")
+
+
+def _check_backbone(name: str, spec: dict, path) -> None:
+    _refuse(path, "backbones", name, ids.name_problem)
+    source = spec.get("source")
+    if source not in ("build", "hub", "local"):
+        raise SpanftError(f"{path}: backbones.{name}.source must be build, hub or local, found {source!r}")
+    needed = {"hub": "hub_id", "local": "path"}.get(source)
+    if needed and not spec.get(needed):
+        raise SpanftError(f"{path}: backbones.{name}: source {source} needs {needed}")
+    if source == "hub":
+        _refuse(path, f"backbones.{name}.hub_id", spec["hub_id"], ids.hub_id_problem)
+        if spec.get("revision"):
+            _refuse(path, f"backbones.{name}.revision", spec["revision"], ids.revision_problem)
+    if source == "local":
+        _refuse(path, f"backbones.{name}.path", spec["path"], ids.path_problem)
+    for key in _BUILD_AT_LEAST_ONE:
+        if key in spec and spec[key] < 1:
+            raise SpanftError(f"{path}: backbones.{name}.{key} must be at least 1, found {spec[key]!r}")
+    for key in ("mlm_steps", "vocab_lines"):  # 0: no MLM pre-training / every corpus line
+        if key in spec and spec[key] < 0:
+            raise SpanftError(f"{path}: backbones.{name}.{key} must be at least 0, found {spec[key]!r}")
 
 
 def _check_references(tree: dict, path) -> None:
@@ -168,14 +266,16 @@ def _check_references(tree: dict, path) -> None:
     for task in tasks:
         if task not in TASKS:
             raise SpanftError(f"{path}: tasks: unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
+    for task in tree["hparams"]:
+        if task not in TASKS:
+            close = difflib.get_close_matches(str(task), list(TASKS), n=1)
+            hint = f" (did you mean hparams.{close[0]}?)" if close else ""
+            raise SpanftError(f"{path}: hparams.{task}: unknown task{hint}; valid tasks: {', '.join(TASKS)}")
     for study, spec in tree["studies"].items():
         for name in spec["backbones"]:
             if name not in tree["backbones"]:
                 raise SpanftError(f"{path}: studies.{study}.backbones: {name!r} is not defined under backbones "
                                   f"(defined: {', '.join(tree['backbones'])})")
-        for seed in spec["seeds"]:
-            if not isinstance(seed, int) or isinstance(seed, bool):
-                raise SpanftError(f"{path}: studies.{study}.seeds: {seed!r} is not an integer")
         study_tasks = spec.get("tasks", {"snli": ["snli"], "ner": ["conll2003"]}.get(study, []))
         for task in study_tasks:
             if task not in tasks:

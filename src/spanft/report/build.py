@@ -35,6 +35,9 @@ HEADLINE_STUDIES = ["glue", "backbones", "snli", "ner"]
 def write_reports(params: dict, runs_dir: str | Path, segmented_dir: str | Path, out_dir: str | Path, *,
                   params_name: str = "params", paper_values: str | Path | None = None) -> list[str]:
     """Write every report file under ``out_dir``; return their paths relative to it (index.md last)."""
+    from spanft.fileio import check_output_location
+
+    check_output_location(out_dir, inputs=[runs_dir, segmented_dir])  # before anything is read or written
     files = build_reports(params, Path(runs_dir), Path(segmented_dir), params_name=params_name,
                           paper_values=paper_values)
     _write_all(Path(out_dir), files)
@@ -192,7 +195,7 @@ def glue_submission(run_dir_of_backbone: str | Path, variant: str, out_zip: str 
         raise SpanftError(f"{root}: no GLUE runs of variant {variant!r} (expected <task>/{variant}/seed<N>/metrics.json)")
     if absent:
         log.warning("glue-submission: no %s runs under %s for %s", variant, root, ", ".join(absent))
-    write_glue_submission(predictions, out_zip)
+    write_glue_submission(predictions, out_zip, inputs=[root])
     return predictions
 
 

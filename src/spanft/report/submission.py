@@ -13,7 +13,7 @@ import logging
 import math
 import zipfile
 from pathlib import Path
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from spanft.data.registry import TaskSpec, submission_splits
 from spanft.errors import SpanftError, where
@@ -72,8 +72,12 @@ def leaderboard_label(task: TaskSpec, prediction: str, location: str) -> str:
     return task.raw_labels[task.label_names.index(prediction)]
 
 
-def write_glue_submission(predictions: Mapping[str, Path], out_zip: str | Path) -> list[str]:
-    """Zip one leaderboard file per stem in ``predictions``; return the stems written (sorted as the registry)."""
+def write_glue_submission(predictions: Mapping[str, Path], out_zip: str | Path, *,
+                          inputs: Iterable[str | Path] = ()) -> list[str]:
+    """Zip one leaderboard file per stem in ``predictions``; return the stems written (sorted as the registry).
+
+    The zip may not replace, or lie inside, a predictions file or one of ``inputs`` (the runs directory).
+    """
     known = submission_splits()
     unknown = [stem for stem in predictions if stem not in known]
     if unknown:
@@ -81,7 +85,7 @@ def write_glue_submission(predictions: Mapping[str, Path], out_zip: str | Path) 
     if not predictions:
         raise SpanftError("no prediction files given (--pred STEM=TSV)")
     stems = [stem for stem in known if stem in predictions]
-    with atomic_path(out_zip) as tmp:
+    with atomic_path(out_zip, inputs=[*predictions.values(), *inputs]) as tmp:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as archive:
             for stem in stems:
                 task, _ = known[stem]

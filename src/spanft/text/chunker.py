@@ -68,10 +68,10 @@ def train_tagger(sentences: Sequence[Sequence[tuple[str, str]]], iterations: int
     return tagger
 
 
-def save_tagger(tagger, path: str | Path) -> None:
+def save_tagger(tagger, path: str | Path, *, inputs: Sequence[str | Path] = ()) -> None:
     weights, tagdict, classes = tagger.encode_json_obj()
     payload = {"format": TAGGER_FORMAT, "weights": weights, "tagdict": tagdict, "classes": sorted(classes)}
-    with atomic_open(path) as out:
+    with atomic_open(path, inputs=inputs) as out:
         json.dump(payload, out, sort_keys=True)
 
 
@@ -144,7 +144,7 @@ class ChunkSegmenter:
 def cli_train_tagger(args: argparse.Namespace) -> int:
     sentences = read_tagged_sentences(args.tagged)
     tagger = train_tagger(sentences, iterations=args.iterations, seed=args.seed)
-    save_tagger(tagger, args.out)
+    save_tagger(tagger, args.out, inputs=[args.tagged])
     log.info("train-tagger: %d sentences, %d tags -> %s", len(sentences), len(tagger.classes), args.out)
     return 0
 

@@ -48,10 +48,11 @@ def read_dictionary(path: str | os.PathLike) -> list[tuple[NGram, int]]:
     return list(iter_entries(path))
 
 
-def write_entries(entries: Iterable[tuple[NGram, int]], path: str | os.PathLike) -> int:
-    """Write ``(ngram_words, count)`` pairs atomically; return how many lines were written."""
+def write_entries(entries: Iterable[tuple[NGram, int]], path: str | os.PathLike, *,
+                  inputs: Iterable[str | os.PathLike] = ()) -> int:
+    """Write ``(ngram_words, count)`` pairs atomically (never over one of ``inputs``); return the lines written."""
     written = 0
-    with atomic_open(path) as out:
+    with atomic_open(path, inputs=inputs) as out:
         for words, count in entries:
             out.write(f"{' '.join(words)}\t{count}\n")
             written += 1
@@ -68,7 +69,7 @@ def build_dictionary(counts_path: str | os.PathLike, size: int, out: str | os.Pa
     """Write the first ``size`` entries of a counts file (checked to be in canonical order)."""
     if size <= 0:
         raise SpanftError(f"--size (dict_size) must be > 0, got {size}")
-    return write_entries(_checked_top(counts_path, size), out)
+    return write_entries(_checked_top(counts_path, size), out, inputs=[counts_path])
 
 
 def _checked_top(path: str | os.PathLike, size: int) -> Iterator[tuple[tuple[str, ...], int]]:

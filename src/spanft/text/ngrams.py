@@ -25,8 +25,8 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 from tqdm import tqdm
 
-from spanft.errors import SpanftError, where
-from spanft.fileio import atomic_open, require_file
+from spanft.errors import SpanftError, quiet_worker_signals, where
+from spanft.fileio import atomic_open, check_output, require_file
 from spanft.text.words import WordTokenizer, has_letter_or_digit
 
 log = logging.getLogger("spanft")
@@ -115,6 +115,7 @@ _WORKER_TOKENIZER: WordTokenizer | None = None
 
 def _init_worker(tokenizer: WordTokenizer) -> None:
     global _WORKER_TOKENIZER
+    quiet_worker_signals()  # on Ctrl-C or SIGTERM the parent reports once; workers print no traceback
     _WORKER_TOKENIZER = tokenizer
 
 
@@ -349,9 +350,10 @@ def count_ngrams(
     return count_encoded(corpus, min_n, max_n, min_count, progress=progress, release=True)
 
 
-def write_counts(counts: NgramCounts, path: str | os.PathLike, batch: int = 1 << 16) -> int:
-    """Write ``ngram<TAB>count`` lines atomically; return the number of lines."""
-    with atomic_open(path) as out:
+def write_counts(counts: NgramCounts, path: str | os.PathLike, batch: int = 1 << 16, *,
+                 inputs: Sequence[str | os.PathLike] = ()) -> int:
+    """Write ``ngram<TAB>count`` lines atomically (never over one of ``inputs``); return the number of lines."""
+    with atomic_open(path, inputs=inputs) as out:
         for start in range(0, len(counts), batch):
             texts = counts.texts[start : start + batch]
             values = counts.counts[start : start + batch].tolist()
@@ -390,6 +392,7 @@ def count_ngrams_reference(
 
 
 def cli_count_ngrams(args: argparse.Namespace) -> int:
+    check_output(args.out, inputs=args.files)  # before the long count
     counts = count_ngrams(
         args.files,
         min_n=args.min_n,
@@ -401,7 +404,7 @@ def cli_count_ngrams(args: argparse.Namespace) -> int:
     )
     if len(counts) == 0:
         log.warning("no n-gram reached --min-count %d: writing an empty counts file", args.min_count)
-    written = write_counts(counts, args.out)
+    written = write_counts(counts, args.out, inputs=args.files)
     log.info("wrote %d n-grams to %s", written, args.out)
     return 0
 

@@ -327,8 +327,11 @@ def random_composition(total: int, parts: int, largest: int, rng: random.Random)
 
 # ---- construction and helpers -------------------------------------------------------------------
 
+MAX_N = 5  # the longest dictionary n-gram the pipeline's segmentation matches (spanft segment / segment-task)
+
+
 def make_segmenter(method: str, dict_path: str | None = None, seed: int = 0, tagger: str | None = None,
-                   keep_case: bool = False, max_n: int = 5) -> Segmenter:
+                   keep_case: bool = False, max_n: int = MAX_N) -> Segmenter:
     """Build the segmenter a CLI call asks for; a one-line SpanftError on a missing input."""
     if method not in METHODS:
         raise SpanftError(f"unknown segmentation method {method!r} (expected one of {', '.join(METHODS)})")
@@ -370,7 +373,9 @@ def _stdin_lines() -> Iterator[str]:
         line = data.count(b"\n", 0, exc.start) + 1
         raise SpanftError(f"<stdin>:{line}: not valid UTF-8 (byte {data[exc.start]:#04x})") from None
     text = text[1:] if text.startswith("\ufeff") else text
-    return iter(text.splitlines())
+    from spanft.fileio import split_text_lines
+
+    return iter(split_text_lines(text))
 
 
 # ---- task data ----------------------------------------------------------------------------------
@@ -413,7 +418,8 @@ def _mean_spans(frame) -> dict[str, float]:
     return stats
 
 
-def segment_task_dir(in_dir: str | Path, out_dir: str | Path, segmenter: Segmenter) -> dict:
+def segment_task_dir(in_dir: str | Path, out_dir: str | Path, segmenter: Segmenter, *,
+                     inputs: Iterable[str | Path | None] = ()) -> dict:
     """Segment every ``<split>.parquet`` of ``in_dir`` into ``out_dir`` (written atomically as a whole).
 
     Each output file keeps every input column and adds the span columns; the segmenter's description
@@ -432,7 +438,7 @@ def segment_task_dir(in_dir: str | Path, out_dir: str | Path, segmenter: Segment
         raise SpanftError(f"{in_dir}: no <split>.parquet files")
     info = {"segmenter": segmenter.describe(), "splits": {}}
     description = json.dumps(segmenter.describe(), sort_keys=True).encode()
-    with atomic_path(out_dir) as tmp:
+    with atomic_path(out_dir, inputs=[in_dir, *inputs], made_by="segment-task") as tmp:
         tmp.mkdir()
         for path in files:
             try:
@@ -493,5 +499,5 @@ def cli_segment(args: argparse.Namespace) -> int:
 
 def cli_segment_task(args: argparse.Namespace) -> int:
     segmenter = _segmenter_from_args(args)
-    segment_task_dir(args.in_dir, args.out, segmenter)
+    segment_task_dir(args.in_dir, args.out, segmenter, inputs=[args.dict_path, args.tagger])
     return 0

@@ -2,6 +2,8 @@
 
 A rerun with the same settings, data and number of processes resumes from the last complete checkpoint;
 checkpoints of anything else are cleared. Only the main process of a distributed run changes the directory.
+A checkpoint directory is ours only when it holds the run marker: a directory of the user's (files but no
+marker) is refused, never cleared, and a directory that existed before the run is never removed.
 """
 
 from __future__ import annotations
@@ -14,13 +16,16 @@ import time
 from pathlib import Path
 
 from spanft.data.registry import TaskSpec
-from spanft.fileio import atomic_open
+from spanft.errors import SpanftError
+from spanft.fileio import atomic_open, check_output_location
 from spanft.train.options import FinetuneOptions
 
 log = logging.getLogger("spanft")
 
 
 RUN_MARKER = "spanft_run.json"  # in the checkpoint dir: the settings its checkpoints belong to
+_MATCHED = ("settings", "data", "processes")  # the marker keys a resumable checkpoint must share
+CREATED = "created_directory"  # marker key: the run made the directory itself (then it may remove it)
 
 
 # In each checkpoint: training seconds spent up to it. Written last, once every process has saved its part,
@@ -69,6 +74,18 @@ def _data_digest(data: Path, splits: list[str]) -> str:
     return digest.hexdigest()
 
 
+def check_checkpoint_dir(directory: Path, inputs=()) -> None:
+    """Refuse, before any work, a checkpoint directory that is not ours to clear (or lies among the inputs)."""
+    check_output_location(directory, inputs)
+    if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
+        raise SpanftError(f"--checkpoint-dir {directory} exists and is not a directory: choose another path")
+    if directory.is_dir() and not (directory / RUN_MARKER).is_file() and any(directory.iterdir()):
+        raise SpanftError(
+            f"--checkpoint-dir {directory} holds files that spanft finetune did not write (no {RUN_MARKER}): "
+            f"give an empty or new directory"
+        )
+
+
 def prepare_checkpoint_dir(options: FinetuneOptions, task: TaskSpec, *, main: bool = True,
                            processes: int = 1) -> str | None:
     """The checkpoint to resume from, or None; checkpoints of other settings, data or process count are cleared.
@@ -81,10 +98,14 @@ def prepare_checkpoint_dir(options: FinetuneOptions, task: TaskSpec, *, main: bo
     directory = options.checkpoint_path()
     marker = {"settings": options.fingerprint(), "data": _data_digest(Path(options.data), task.all_splits),
               "processes": processes}
-    matches = _read_marker(directory / RUN_MARKER) == marker
+    found = _read_marker(directory / RUN_MARKER)
+    matches = found is not None and all(found.get(key) == marker[key] for key in _MATCHED)
     if not main:
         return last_complete_checkpoint(directory) if matches else None
-    if directory.is_dir():
+    check_checkpoint_dir(directory)
+    ours = (directory / RUN_MARKER).is_file()
+    created = not directory.exists() or bool(found and found.get(CREATED))
+    if ours:
         if matches:
             last = last_complete_checkpoint(directory)
             _remove_incomplete_checkpoints(directory, keep=last)
@@ -93,19 +114,20 @@ def prepare_checkpoint_dir(options: FinetuneOptions, task: TaskSpec, *, main: bo
                 return last
         else:
             log.warning("%s holds checkpoints of other settings or data: removed", directory)
-        clear_checkpoints(directory)
+        _remove_our_files(directory)
     directory.mkdir(parents=True, exist_ok=True)
     with atomic_open(directory / RUN_MARKER) as handle:
-        handle.write(json.dumps(marker, sort_keys=True))
+        handle.write(json.dumps({**marker, CREATED: created}, sort_keys=True))
     return None
 
 
 def _read_marker(path: Path) -> dict | None:
     """The marker's content; None when absent or unreadable (then its checkpoints are not trusted)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        found = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
+    return found if isinstance(found, dict) else None
 
 
 def _checkpoints(directory: Path) -> list[Path]:
@@ -132,12 +154,18 @@ def _remove_incomplete_checkpoints(directory: Path, keep: str | None) -> None:
 
 
 def clear_checkpoints(directory: Path) -> None:
-    """Remove what a run put in its checkpoint directory (and the directory when nothing else is left)."""
-    for child in directory.glob("checkpoint-*"):
-        shutil.rmtree(child, ignore_errors=True)
-    for name in (RUN_MARKER,):
-        (directory / name).unlink(missing_ok=True)
-    for stray in directory.glob("runs"):  # tensorboard leftovers of older transformers
-        shutil.rmtree(stray, ignore_errors=True)
-    if directory.is_dir() and not any(directory.iterdir()):
+    """Remove what a run put in its checkpoint directory, and the directory if the run created it and
+    nothing else is left. A directory without the run marker is not ours: it is left alone."""
+    if not (directory / RUN_MARKER).is_file():
+        return
+    created = bool((_read_marker(directory / RUN_MARKER) or {}).get(CREATED))
+    _remove_our_files(directory)
+    if created and directory.is_dir() and not any(directory.iterdir()):
         directory.rmdir()
+
+
+def _remove_our_files(directory: Path) -> None:
+    """The run's checkpoints, tensorboard leftovers of older transformers, then the marker (last)."""
+    for child in [*directory.glob("checkpoint-*"), *directory.glob("runs")]:
+        shutil.rmtree(child, ignore_errors=True)
+    (directory / RUN_MARKER).unlink(missing_ok=True)

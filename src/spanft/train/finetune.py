@@ -33,9 +33,10 @@ from typing import Any
 
 from spanft.data.registry import TaskSpec, get_task
 from spanft.errors import SpanftError
-from spanft.fileio import atomic_open, atomic_path
+from spanft.fileio import atomic_open, atomic_path, check_output
 from spanft.train.checkpoints import (
     barrier,
+    check_checkpoint_dir,
     clear_checkpoints,
     elapsed_callback,
     elapsed_seconds,
@@ -126,6 +127,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
 
     options.validate()
     task = get_task(options.task)
+    out = check_run_outputs(options)
     # Built first: under torchrun / accelerate launch this joins the process group.
     args = training_arguments(options, task, str(options.checkpoint_path()))
     main, processes = args.process_index == 0, args.world_size
@@ -135,12 +137,6 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     span_config = span_config_for(options, task)
     if not span_config.needs_spans:
         frames = {split: _drop_spans(frame) for split, frame in frames.items()}
-    out = Path(options.out)
-    stale = out / "metrics.json"
-    if main and stale.is_file():
-        stale.unlink()
-        log.info("%s: removed the previous run's metrics.json", stale)
-
     backbone, tokenizer = load_backbone(options.backbone)
     warn_if_case_lost(frames, tokenizer, options.backbone)
     feature_config = FeatureConfig(options.max_seq_len, options.resolved_max_spans(), options.max_span_len)
@@ -148,6 +144,8 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     for split, frame in frames.items():
         datasets[split], stats = encode_split(frame, tokenizer, task, feature_config, name=split)
         truncation[split] = _as_dict(stats)
+    if main:  # everything is read and checked: only now does the previous run stop looking complete
+        _retire_previous_metrics(out)
 
     import torch
 
@@ -194,10 +192,31 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     return summary
 
 
+def run_inputs(options: FinetuneOptions) -> list[str]:
+    """What a run reads: the task data, and the backbone when it is a local directory (not a hub id)."""
+    return [options.data, *([options.backbone] if Path(options.backbone).exists() else [])]
+
+
+def check_run_outputs(options: FinetuneOptions) -> Path:
+    """Refuse, before any work, a run directory or checkpoint directory that would destroy what is not ours."""
+    inputs = run_inputs(options)
+    out = check_output(options.out, inputs=inputs, made_by="finetune")
+    check_checkpoint_dir(options.checkpoint_path(), inputs=[*inputs, out])
+    return out
+
+
+def _retire_previous_metrics(out: Path) -> None:
+    """A rerun that stops half-way must not leave the previous run's metrics.json looking like its own."""
+    stale = out / "metrics.json"
+    if stale.is_file():
+        stale.unlink()
+        log.info("%s: removed the previous run's metrics.json", stale)
+
+
 def write_run_directory(out: Path, frames: dict[str, Any], written: dict[str, tuple[list[str], list[str]]],
                         summary: dict) -> None:
     """Predictions of every split, then metrics.json, built beside ``out`` and renamed into place."""
-    with atomic_path(out) as tmp:
+    with atomic_path(out, made_by="finetune") as tmp:
         (tmp / "predictions").mkdir(parents=True)
         for split, (gold, pred) in written.items():
             write_predictions(tmp / "predictions" / f"{split}.tsv", frames[split]["idx"], gold, pred)

@@ -68,6 +68,10 @@ class FinetuneOptions:
             raise SpanftError(f"--max-spans must be positive, got {self.max_spans}")
         if not self.lr > 0:
             raise SpanftError(f"--lr must be positive, got {self.lr}")
+        if not 0 <= self.dropout < 1:
+            raise SpanftError(f"--dropout must satisfy 0 <= dropout < 1, got {self.dropout}")
+        if not 0 <= self.seed < 2**32:
+            raise SpanftError(f"--seed must be an integer from 0 to 2**32 - 1, got {self.seed}")
         for key in ("max_train_examples", "max_eval_examples"):
             value = getattr(self, key)
             if value is not None and value <= 0:
