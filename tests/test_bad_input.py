@@ -1,17 +1,26 @@
 """The bad-input sweep (README "When something is wrong"): every user mistake tried, one test each.
 
-Each case runs the real command line and checks what the user sees: exit status 2, exactly one line
-`spanft: error: ...` naming the file (and line) or the key, no traceback, and no output written (or the
-output already there left intact). Running this file with `python tests/test_bad_input.py` prints the
-README table from the messages the commands really print.
+Each case runs the real command line in a fresh directory and checks what the user sees. A mistake: the
+expected exit status (2; 130 on Ctrl-C, 143 on SIGTERM), exactly one line `spanft: error: ...` naming the
+culprit (file and line, key, path), no traceback from any process, and nothing in the directory changed:
+no output, no temporary, inputs and earlier outputs byte-identical. A case that must work (odd paths, odd
+line breaks, what `dvc exp run -S` writes) checks its result instead. `python tests/test_bad_input.py`
+prints the README table from what the commands really print.
 """
 
 from __future__ import annotations
 
+import ctypes
+import hashlib
+import json
 import os
+import resource
+import select
+import signal
 import subprocess
 import sys
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -22,20 +31,35 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_local_layouts import tsv, write, write_glue  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-OUT = "out"  # every case's output path, relative to its working directory
+OUT = "out"  # most cases' output path, relative to the case directory
+OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
+MARKER = ".spanft-output"
 
 
 @dataclass
 class Case:
-    """A mistake: ``setup(dir)`` writes the inputs, ``argv`` runs in ``dir``; ``expect`` must be in the message."""
+    """``setup(dir)`` writes the inputs, ``argv`` runs in ``dir / cwd``; ``expect`` must be in the error line,
+    or, for a case that must work (``status`` 0), in what ``check(dir, done)`` reports."""
 
+    kind: str
     id: str
     mistake: str
     setup: Callable[[Path], None]
     argv: list[str]
     expect: str
-    env: dict | None = None
-    existing_output: bool = False  # an earlier complete output sits at OUT and must survive
+    status: int = 2
+    env: dict = field(default_factory=dict)
+    cwd: str = "."
+    stdin: bytes | None = None
+    stdout: str | None = None  # a file the command's stdout goes to (/dev/full: a full disk)
+    check: Callable[[Path, subprocess.CompletedProcess], str] | None = None
+    limit_file_size: int | None = None  # bytes: the system refuses writes past it (EFBIG)
+    without_root_overrides: bool = False  # root, too, is refused a file it may not read
+    signal: int | None = None  # sent to the process group once counting has started
+    note: str = ""  # shown after the command in the table
+
+
+# ---------------------------------------------------------------------------------------------- inputs
 
 
 def glue_with(change: Callable[[Path], None]) -> Callable[[Path], None]:
@@ -50,20 +74,30 @@ def cola_train(lines: list[str]) -> Callable[[Path], None]:
     return glue_with(lambda glue: write(glue / "CoLA/train.tsv", lines))
 
 
-def sst2_train(lines: list[str]) -> Callable[[Path], None]:
-    return glue_with(lambda glue: write(glue / "SST-2/train.tsv", ["sentence\tlabel", *lines]))
+def sst2_train(lines: list[str], header: bool = True) -> Callable[[Path], None]:
+    return glue_with(lambda glue: write(glue / "SST-2/train.tsv", (["sentence\tlabel"] if header else []) + lines))
 
 
 def non_utf8_sst2(glue: Path) -> None:
     (glue / "SST-2/train.tsv").write_bytes(b"sentence\tlabel\nfine words\t1\nbad \xff\xfe bytes\t0\n")
 
 
+def cola_as_sst2(glue: Path) -> None:
+    (glue / "SST-2/train.tsv").write_bytes((glue / "CoLA/train.tsv").read_bytes())
+
+
+def qnli_as_rte(glue: Path) -> None:
+    (glue / "RTE/train.tsv").write_bytes((glue / "QNLI/train.tsv").read_bytes())
+
+
+SNLI_OK = '{"gold_label": "neutral", "sentence1": "A vop sat .", "sentence2": "A vop rested ."}'
+
+
 def snli_files(train_lines: list[str]) -> Callable[[Path], None]:
     def setup(root: Path) -> None:
-        ok = '{"gold_label": "neutral", "sentence1": "A vop sat .", "sentence2": "A vop rested ."}'
         write(root / "snli/snli_1.0_train.jsonl", train_lines)
-        write(root / "snli/snli_1.0_dev.jsonl", [ok])
-        write(root / "snli/snli_1.0_test.jsonl", [ok])
+        write(root / "snli/snli_1.0_dev.jsonl", [SNLI_OK])
+        write(root / "snli/snli_1.0_test.jsonl", [SNLI_OK])
 
     return setup
 
@@ -78,17 +112,51 @@ def conll_files(train_lines: list[str]) -> Callable[[Path], None]:
     return setup
 
 
-def counts_file(lines: list[str]) -> Callable[[Path], None]:
-    return lambda root: write(root / "counts.tsv", lines)
+def files(**contents: str | bytes) -> Callable[[Path], None]:
+    """Files by relative path (``__`` in a keyword stands for ``/``); str is written as UTF-8."""
+    def setup(root: Path) -> None:
+        for name, content in contents.items():
+            path = root / name.replace("__", "/")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(content.encode() if isinstance(content, str) else content)
+
+    return setup
+
+
+def both(*setups: Callable[[Path], None]) -> Callable[[Path], None]:
+    def setup(root: Path) -> None:
+        for one in setups:
+            one(root)
+
+    return setup
 
 
 def params_with(change: Callable[[dict], None]) -> Callable[[Path], None]:
     def setup(root: Path) -> None:
         tree = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
         change(tree)
-        (root / "params.yaml").write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+        (root / "params.yaml").write_text(yaml.safe_dump(tree, sort_keys=False, allow_unicode=True), encoding="utf-8")
 
     return setup
+
+
+def params_text(change: Callable[[str], str]) -> Callable[[Path], None]:
+    """params.yaml as text, changed as a person or ``dvc exp run -S`` would change it."""
+    def setup(root: Path) -> None:
+        (root / "params.yaml").write_text(change((ROOT / "params.yaml").read_text(encoding="utf-8")), encoding="utf-8")
+
+    return setup
+
+
+def set_key(dotted: str, value) -> Callable[[dict], None]:
+    def change(tree: dict) -> None:
+        *parents, last = dotted.split(".")
+        node = tree
+        for part in parents:
+            node = node[part]
+        node[last] = value
+
+    return change
 
 
 def rename(tree: dict, old: str, new: str) -> None:
@@ -106,99 +174,419 @@ def prepared_cola(root: Path) -> None:
           "--test-size", "8", "--out", str(root / "data/tasks/cola")])
 
 
-def prepare(task: str, data_dir: str) -> list[str]:
-    return ["prepare-task", task, "--source", "local", "--data-dir", data_dir, "--out", OUT]
+def previous_run(root: Path) -> None:
+    """A complete earlier run directory at OUT, as `spanft finetune` leaves it."""
+    prepared_cola(root)
+    files(**{f"{OUT}__{MARKER}": json.dumps({"made_by": "finetune"}) + "\n",
+             f"{OUT}__metrics.json": '{"task": "cola", "metrics": {"validation": {"mcc": 0.25}}}\n',
+             f"{OUT}__predictions__validation.tsv": "idx\tgold\tpred\n0\tacceptable\tacceptable\n"})(root)
+
+
+def big_corpus(root: Path) -> None:
+    """About 24 MB of invented words: counting takes seconds and runs in a process pool."""
+    import numpy as np
+
+    words = np.array([f"w{i}" for i in range(5000)])
+    rng = np.random.default_rng(0)
+    with open(root / "corpus.txt", "w", encoding="utf-8") as out:
+        for _ in range(40):
+            ids = rng.integers(0, len(words), size=(5000, 20))
+            out.write("\n".join(" ".join(row) for row in words[ids]) + "\n")
+
+
+def tiny_model(folder: Path, *, safetensors: bool = True) -> None:
+    """A saved BERT of a few hundred weights with its WordPiece tokenizer."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    folder.mkdir(parents=True)
+    (folder / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "cat"]) + "\n",
+                                      encoding="utf-8")
+    BertTokenizerFast(vocab_file=str(folder / "vocab.txt")).save_pretrained(folder)
+    torch.manual_seed(0)
+    model = BertModel(BertConfig(vocab_size=7, hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
+                                 intermediate_size=16, max_position_embeddings=32))
+    if safetensors:
+        model.save_pretrained(folder)
+    else:
+        model.config.save_pretrained(folder)
+        torch.save(model.state_dict(), folder / "pytorch_model.bin")
+
+
+def custom_code_model(root: Path) -> None:
+    """A model directory whose config asks for its own modelling code (which would leave a file behind)."""
+    tiny_model(root / "custom")
+    auto = {"AutoConfig": "modeling.PwnConfig", "AutoModel": "modeling.PwnModel"}
+    files(**{"custom__config.json": json.dumps({"model_type": "pwnbert", "auto_map": auto}),
+             "custom__modeling.py": "import pathlib\npathlib.Path(__file__).parent.parent.joinpath('PWNED').touch()\n"})(root)
+
+
+# --------------------------------------------------------------------------------------------- commands
+
+
+def prepare(task: str, data_dir: str, out: str = OUT) -> list[str]:
+    return ["prepare-task", task, "--source", "local", "--data-dir", data_dir, "--out", out]
+
+
+def synthetic_cola(out: str) -> list[str]:
+    return ["prepare-task", "cola", "--source", "synthetic", "--train-size", "8", "--eval-size", "4", "--test-size", "4",
+            "--out", out]
 
 
 def finetune(*extra: str, backbone: str = "data/backbones/tiny") -> list[str]:
     return ["finetune", "--task", "cola", "--backbone", backbone, "--data", "data/tasks/cola", "--out", OUT, *extra]
 
 
+# ------------------------------------------------------------------------------- what a working case shows
+
+
+def lines_kept(root: Path, done: subprocess.CompletedProcess) -> str:
+    out_lines = done.stdout.split("\n")
+    assert out_lines.pop() == ""
+    assert out_lines == ["the cat | sat", "page | break | tab | bed", "line | separator", "last"], out_lines
+    return f"exit 0; 4 input lines, {len(out_lines)} output lines (\\f, \\v, U+2028 separate words, not lines)"
+
+
+def parquet_written(folder: str) -> Callable[[Path, subprocess.CompletedProcess], str]:
+    def check(root: Path, done: subprocess.CompletedProcess) -> str:
+        names = sorted(p.name for p in (root / folder).iterdir())
+        assert names == [MARKER, "test.parquet", "train.parquet", "validation.parquet"], names
+        return f"exit 0; `{folder}/` holds train, validation, test .parquet"
+
+    return check
+
+
+def corpus_written(path: str) -> Callable[[Path, subprocess.CompletedProcess], str]:
+    def check(root: Path, done: subprocess.CompletedProcess) -> str:
+        assert (root / path).read_text(encoding="utf-8") == "Zorb fell from the tree .\n"
+        return f"exit 0; `{path}` holds the 1 paragraph"
+
+    return check
+
+
+def backbone_copied(path: str) -> Callable[[Path, subprocess.CompletedProcess], str]:
+    def check(root: Path, done: subprocess.CompletedProcess) -> str:
+        assert (root / path / "model.safetensors").is_file() and (root / path / MARKER).is_file()
+        return f"exit 0; `{path}/` loads as a backbone"
+
+    return check
+
+
+def params_ok(root: Path, done: subprocess.CompletedProcess) -> str:
+    from spanft.params.hparams import load_hparams
+
+    assert load_hparams(f"{root / 'params.yaml'}:hparams.cola")["lr"] == 3e-05
+    return f"exit 0; `{done.stdout.strip()}`; finetune reads lr 3e-05 as a number"
+
+
+# ----------------------------------------------------------------------------------------------- the cases
+
+ODD_PARAMS_PATHS = {"dir": "../raw données/glue data", "local_path": "corpora/wiki tëxt/wiki.train.tokens"}
+
 CASES = [
-    Case("tsv-columns", "GLUE TSV line with a missing column (CoLA)", cola_train([tsv("zq", 1, "", "Fine ."), tsv("zq", 1, "Short .")]),
-         prepare("cola", "glue"), "glue/CoLA/train.tsv:2: expected 4 tab-separated fields, found 3"),
-    Case("label-set", "label outside the task's label set (SST-2 label 2)", sst2_train([tsv("good", 1), tsv("odd", 2)]),
-         prepare("sst2", "glue"), "glue/SST-2/train.tsv:3: label '2' is not one of"),
-    Case("empty-sentence", "empty sentence", sst2_train([tsv("good", 1), tsv("", 0)]),
-         prepare("sst2", "glue"), "glue/SST-2/train.tsv:3: sentence 1 is empty"),
-    Case("non-utf8-task", "non-UTF-8 bytes in a task file", glue_with(non_utf8_sst2),
-         prepare("sst2", "glue"), "glue/SST-2/train.tsv:3: not valid UTF-8"),
-    Case("jsonl", "malformed SNLI JSONL line", snli_files(['{"gold_label": "neutral", "sentence1": "A b .", "sentence2": "C d ."}', '{"gold_label": "neutral", ']),
-         prepare("snli", "snli"), "snli/snli_1.0_train.jsonl:2: not valid JSON"),
-    Case("conll-tag", "CoNLL line with an unknown NER tag", conll_files(["Zed NNP B-NP B-PER", "ran VBD B-VP B-XYZ", ""]),
-         prepare("conll2003", "conll"), "conll/train.txt:2: NER tag 'B-XYZ' is not O or [BI]-PER/LOC/ORG/MISC"),
-    Case("missing-file", "missing local file (no CoLA/dev.tsv)", glue_with(lambda glue: (glue / "CoLA/dev.tsv").unlink()),
-         prepare("cola", "glue"), "CoLA/dev.tsv: cola"),
-    Case("missing-dir", "missing local data directory", nothing, prepare("cola", "no/such/dir"),
-         "no/such/dir: data directory not found"),
-    Case("unknown-task", "unknown task", nothing, ["describe", "squad"], "unknown task 'squad'"),
-    Case("unknown-backbone", "backbone directory missing (unknown backbone name)", prepared_cola, finetune("--variant", "baseline"),
-         "backbone directory data/backbones/tiny not found"),
-    Case("unknown-variant", "unknown variant", prepared_cola, finetune("--variant", "sff"), "unknown variant 'sff'"),
-    Case("unknown-profile", "unknown profile", nothing, ["profile", "gpu", "--root", str(ROOT)],
+    # -- outputs: a command deletes only what it made
+    Case("outputs", "out-is-cwd", "`--out .` (the current directory)", files(**{"notes.txt": "mine\n"}),
+         synthetic_cola("."), "output . is the current directory"),
+    Case("outputs", "out-is-repo-root", "`--out ..` from a sub-folder: the repository root", files(**{"proj__.git__HEAD": "x\n", "proj__sub__notes.txt": "mine\n"}),
+         synthetic_cola(".."), "output .. is the repository root", cwd="proj/sub"),
+    Case("outputs", "out-user-dir", "`--out` names a directory of the user's", files(**{"results__thesis.tex": "years of work\n"}),
+         synthetic_cola("results"), "output results exists and was not written by spanft"),
+    Case("outputs", "out-other-command", "`--out` names another command's output", files(**{f"models__tiny__{MARKER}": '{"made_by": "backbone"}\n', "models__tiny__config.json": "{}\n"}),
+         synthetic_cola("models/tiny"), "holds the output of `spanft backbone`, not of `spanft prepare-task`"),
+    Case("outputs", "out-is-data-dir", "`prepare-task --out` equal to `--data-dir`", glue_with(lambda glue: None),
+         prepare("cola", "glue", out="glue"), "output glue is also an input"),
+    Case("outputs", "out-inside-data-dir", "`--out` inside `--data-dir`", glue_with(lambda glue: None),
+         prepare("cola", "glue", out="glue/prepared"), "output glue/prepared lies inside the input glue"),
+    Case("outputs", "out-contains-input", "`--out` holding the input", both(prepared_cola, files(**{"dict.tsv": "a b\t5\n"})),
+         ["segment-task", "data/tasks/cola", "--method", "ngram", "--dict", "dict.tsv", "--out", "data"],
+         "output data contains the input data/tasks/cola"),
+    Case("outputs", "out-is-input-file", "`--out` equal to the input file", files(**{"corpus.txt": "a b c\n"}),
+         ["count-ngrams", "corpus.txt", "--out", "corpus.txt"], "output corpus.txt is also an input"),
+    Case("outputs", "file-out-is-dir", "a file output naming a directory", both(files(**{"counts.tsv": "a b\t5\n", "results__keep.txt": "x\n"})),
+         ["build-dict", "counts.tsv", "--size", "1", "--out", "results"], "output results is a directory"),
+    Case("outputs", "out-under-a-file", "`--out` below a plain file", files(**{"counts.tsv": "a b\t5\n", "notes.txt": "x\n"}),
+         ["build-dict", "counts.tsv", "--size", "1", "--out", "notes.txt/dict.tsv"], "notes.txt is not a directory"),
+    Case("outputs", "checkpoint-user-dir", "`--checkpoint-dir` naming a directory of the user's", files(**{"models__checkpoint-500__weights.bin": "mine\n"}),
+         finetune("--variant", "baseline", "--checkpoint-dir", "models"), "--checkpoint-dir models holds files that spanft finetune did not write"),
+    Case("outputs", "rerun-backbone-typo", "rerun with a typo'd backbone (previous run kept)", previous_run,
+         finetune("--variant", "baseline", backbone="data/backbones/tny"), "backbone directory data/backbones/tny not found"),
+    Case("outputs", "rerun-bad-flag", "rerun with a bad flag (previous run kept)", previous_run,
+         finetune("--variant", "baseline", "--dropout", "1.5"), "--dropout must satisfy 0 <= dropout < 1, got 1.5"),
+    Case("outputs", "rerun-missing-data", "rerun with a missing data directory (previous run kept)", previous_run,
+         ["finetune", "--task", "cola", "--backbone", "data/backbones/tiny", "--data", "data/tasks/cloa", "--out", OUT,
+          "--variant", "baseline"], "--data data/tasks/cloa: task data directory not found"),
+    Case("outputs", "dict-size-zero", "dict_size 0 (earlier output kept)", files(**{"counts.tsv": "a b\t5\n", OUT: "complete earlier output\n"}),
+         ["build-dict", "counts.tsv", "--size", "0", "--out", OUT], "--size (dict_size) must be > 0, got 0"),
+    Case("outputs", "unknown-variant", "unknown variant", prepared_cola, finetune("--variant", "sff"), "unknown variant 'sff'"),
+    Case("outputs", "unknown-task", "unknown task", nothing, ["describe", "squad"], "unknown task 'squad'"),
+    Case("outputs", "unknown-profile", "unknown profile", nothing, ["profile", "gpu", "--root", str(ROOT)],
          "unknown profile 'gpu'; available profiles: embedded, paper"),
-    Case("dict-size-zero", "dict_size 0", counts_file(["a b\t5"]), ["build-dict", "counts.tsv", "--size", "0", "--out", OUT],
-         "--size (dict_size) must be > 0, got 0", existing_output=True),
-    Case("dict-size-too-big", "dict_size larger than the n-grams counted", counts_file(["a b\t5", "c d\t4"]),
-         ["build-dict", "counts.tsv", "--size", "10", "--out", OUT],
-         "counts.tsv: holds only 2 n-grams, fewer than the 10 asked for", existing_output=True),
-    Case("counts-line", "counts file line without a tab", counts_file(["a b\t5", "c d 4"]),
-         ["build-dict", "counts.tsv", "--size", "2", "--out", OUT], "counts.tsv:2:", existing_output=True),
-    Case("non-utf8-corpus", "non-UTF-8 bytes in the corpus", lambda root: (root / "corpus.txt").write_bytes(b"ok line\n\xff\n"),
-         ["count-ngrams", "corpus.txt", "--out", OUT], "corpus.txt:2: not valid UTF-8"),
-    Case("params-typo", "params.yaml with a typo'd key", params_with(lambda tree: rename(tree, "dict_size", "dict_sise")),
+    # -- params cannot run code: ids and paths are checked by their grammar
+    Case("params: ids and paths", "hub-id-shell", "a hub id holding shell syntax", params_with(set_key("corpus.hf_id", "x; touch pwned")),
+         ["check-params"], "corpus.hf_id: 'x; touch pwned' is not a hub id"),
+    Case("params: ids and paths", "backbone-hub-id", "a backbone hub id holding `$(...)`",
+         params_with(set_key("backbones.tiny", {"source": "hub", "hub_id": "$(touch pwned)"})),
+         ["check-params"], "backbones.tiny.hub_id: '$(touch pwned)' is not a hub id"),
+    Case("params: ids and paths", "revision", "a revision holding a space and `;`",
+         params_with(set_key("backbones.tiny", {"source": "hub", "hub_id": "bert-base-uncased", "revision": "main; rm -rf ~"})),
+         ["check-params"], "backbones.tiny.revision: 'main; rm -rf ~' is not a git revision"),
+    Case("params: ids and paths", "path-newline", "a path holding a newline", params_with(set_key("data.dir", "data\nraw")),
+         ["check-params"], "data.dir: 'data\\nraw' holds the control character '\\n'"),
+    Case("params: ids and paths", "backbone-name", "a backbone name that climbs out of data/",
+         params_with(lambda tree: tree["backbones"].update({"../../evil": tree["backbones"]["tiny"]})),
+         ["check-params"], "backbones: '../../evil' is not a name"),
+    Case("params: ids and paths", "yaml-python-tag", "a YAML tag that would run code", params_text(lambda text: text + "evil: !!python/object/apply:os.system ['touch pwned']\n"),
+         ["check-params"], "could not determine a constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.system'"),
+    Case("params: ids and paths", "local-without-path", "data.source local without data.dir",
+         params_with(lambda tree: tree["data"].update(source="local", dir="")), ["check-params"],
+         "data.source is local but data.dir is empty"),
+    # -- params as DVC writes them; ranges and relations
+    Case("params: values", "dvc-exp-float", "`lr: 3e-05` as `dvc exp run -S hparams.cola.lr=3e-5` writes it",
+         params_text(lambda text: text.replace("lr: 5.0e-4", "lr: 3e-05")), ["check-params"], "lr 3e-05",
+         status=0, check=params_ok),
+    Case("params: values", "duplicate-key", "a key given twice", params_text(lambda text: text + "dict_size: 100\n"),
+         ["check-params"], "not valid YAML: duplicate key 'dict_size' (first given at line"),
+    Case("params: values", "params-typo", "a typo'd key", params_with(lambda tree: rename(tree, "dict_size", "dict_sise")),
          ["check-params"], "params.yaml: unknown key dict_sise (did you mean dict_size?)"),
-    Case("params-dict-size", "params.yaml dict_size <= 0", params_with(lambda tree: tree.update(dict_size=-1)),
+    Case("params: values", "params-dict-size", "dict_size <= 0", params_with(set_key("dict_size", -1)),
          ["check-params"], "params.yaml: dict_size must be a positive number of entries, found -1"),
-    Case("params-backbone", "a study naming an undefined backbone", params_with(lambda tree: tree["studies"]["ner"].update(backbones=["bert-huge"])),
+    Case("params: values", "dropout", "dropout 1.0", params_with(lambda tree: tree["hparams"].update(cola={**tree["hparams"]["cola"], "dropout": 1.0})),
+         ["check-params"], "hparams.cola.dropout: must satisfy 0 <= dropout < 1, found 1.0"),
+    Case("params: values", "max-span-len", "max_span_len 0", params_with(lambda tree: tree["hparams"].update(cola={**tree["hparams"]["cola"], "max_span_len": 0})),
+         ["check-params"], "hparams.cola.max_span_len: must be at least 1, found 0"),
+    Case("params: values", "max-n", "ngrams.max_n above what segmentation matches", params_with(set_key("ngrams.max_n", 7)),
+         ["check-params"], "ngrams must satisfy 2 <= min_n <= max_n <= 5"),
+    Case("params: values", "min-n", "ngrams.min_n above max_n", params_with(lambda tree: tree["ngrams"].update(min_n=4, max_n=3)),
+         ["check-params"], "found min_n 4, max_n 3"),
+    Case("params: values", "seed-float", "a seed that is not an integer", params_with(set_key("studies.glue.seeds", [1, 1.5])),
+         ["check-params"], "studies.glue.seeds: 1.5 is not an integer"),
+    Case("params: values", "seed-twice", "a seed listed twice", params_with(set_key("studies.glue.seeds", [1, 1])),
+         ["check-params"], "studies.glue.seeds: 1 is listed twice"),
+    Case("params: values", "tokens-zero", "corpus.tokens 0", params_with(set_key("corpus.tokens", 0)),
+         ["check-params"], "corpus.tokens must be at least 1, found 0"),
+    Case("params: values", "params-backbone", "a study naming an undefined backbone", params_with(lambda tree: tree["studies"]["ner"].update(backbones=["bert-huge"])),
          ["check-params"], "params.yaml: studies.ner.backbones: 'bert-huge' is not defined under backbones"),
-    Case("hub-offline-task", "hub task source without network", nothing,
-         ["prepare-task", "cola", "--source", "hf", "--out", OUT], "cola",
-         env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}),
-    Case("hub-offline-backbone", "hub backbone without network", prepared_cola,
+    Case("params: values", "dict-size-too-big", "dict_size larger than the n-grams counted", files(**{"counts.tsv": "a b\t5\nc d\t4\n", OUT: "complete earlier output\n"}),
+         ["build-dict", "counts.tsv", "--size", "10", "--out", OUT], "counts.tsv: holds only 2 n-grams, fewer than the 10 asked for"),
+    # -- inputs are what they claim to be
+    Case("inputs", "headerless-sst2", "an SST-2 file without its header", sst2_train([tsv("good", 1), tsv("bad", 0)], header=False),
+         prepare("sst2", "glue"), "glue/SST-2/train.tsv:1: expected the official sst2 train header 'sentence\\tlabel'"),
+    Case("inputs", "cola-as-sst2", "CoLA's file placed as SST-2's", glue_with(cola_as_sst2),
+         prepare("sst2", "glue"), "glue/SST-2/train.tsv:1: expected the official sst2 train header"),
+    Case("inputs", "qnli-as-rte", "QNLI's file placed as RTE's", glue_with(qnli_as_rte),
+         prepare("rte", "glue"), "glue/RTE/train.tsv:1: expected the official rte train header"),
+    Case("inputs", "empty-split", "an empty split (SST-2 dev with only its header)", glue_with(lambda glue: write(glue / "SST-2/dev.tsv", ["sentence\tlabel"])),
+         prepare("sst2", "glue"), "glue/SST-2/dev.tsv: no sst2 validation examples (an empty split)"),
+    Case("inputs", "tsv-columns", "GLUE TSV line with a missing column (CoLA)", cola_train([tsv("zq", 1, "", "Fine ."), tsv("zq", 1, "Short .")]),
+         prepare("cola", "glue"), "glue/CoLA/train.tsv:2: expected 4 tab-separated fields, found 3"),
+    Case("inputs", "label-set", "label outside the task's label set (SST-2 label 2)", sst2_train([tsv("good", 1), tsv("odd", 2)]),
+         prepare("sst2", "glue"), "glue/SST-2/train.tsv:3: label '2' is not one of"),
+    Case("inputs", "empty-sentence", "empty sentence", sst2_train([tsv("good", 1), tsv("", 0)]),
+         prepare("sst2", "glue"), "glue/SST-2/train.tsv:3: sentence 1 is empty"),
+    Case("inputs", "non-utf8-task", "non-UTF-8 bytes in a task file", glue_with(non_utf8_sst2),
+         prepare("sst2", "glue"), "glue/SST-2/train.tsv:3: not valid UTF-8"),
+    Case("inputs", "snli-null", "SNLI line with a null sentence", snli_files([SNLI_OK, '{"gold_label": "neutral", "sentence1": null, "sentence2": "C d ."}']),
+         prepare("snli", "snli"), "snli/snli_1.0_train.jsonl:2: field 'sentence1' must be a string, found null"),
+    Case("inputs", "snli-missing", "SNLI line without sentence2", snli_files([SNLI_OK, '{"gold_label": "neutral", "sentence1": "A b ."}']),
+         prepare("snli", "snli"), "snli/snli_1.0_train.jsonl:2: missing field 'sentence2'"),
+    Case("inputs", "jsonl", "malformed SNLI JSONL line", snli_files([SNLI_OK, '{"gold_label": "neutral", ']),
+         prepare("snli", "snli"), "snli/snli_1.0_train.jsonl:2: not valid JSON"),
+    Case("inputs", "conll-tag", "CoNLL line with an unknown NER tag", conll_files(["Zed NNP B-NP B-PER", "ran VBD B-VP B-XYZ", ""]),
+         prepare("conll2003", "conll"), "conll/train.txt:2: NER tag 'B-XYZ' is not O or [BI]-PER/LOC/ORG/MISC"),
+    Case("inputs", "counts-line", "counts file line without a tab", files(**{"counts.tsv": "a b\t5\nc d 4\n", OUT: "complete earlier output\n"}),
+         ["build-dict", "counts.tsv", "--size", "2", "--out", OUT], "counts.tsv:2:"),
+    Case("inputs", "non-utf8-corpus", "non-UTF-8 bytes in the corpus", files(**{"corpus.txt": b"ok line\n\xff\n"}),
+         ["count-ngrams", "corpus.txt", "--out", OUT], "corpus.txt:2: not valid UTF-8"),
+    Case("inputs", "missing-file", "missing local file (no CoLA/dev.tsv)", glue_with(lambda glue: (glue / "CoLA/dev.tsv").unlink()),
+         prepare("cola", "glue"), "CoLA/dev.tsv: cola"),
+    Case("inputs", "missing-dir", "missing local data directory", nothing, prepare("cola", "no/such/dir"),
+         "no/such/dir: data directory not found"),
+    Case("inputs", "hub-offline-task", "hub task source without network", nothing,
+         ["prepare-task", "cola", "--source", "hf", "--out", OUT], "cannot load nyu-mll/glue", env=OFFLINE),
+    Case("inputs", "unknown-backbone", "backbone directory missing", prepared_cola, finetune("--variant", "baseline"),
+         "backbone directory data/backbones/tiny not found"),
+    Case("inputs", "hub-offline-backbone", "hub backbone without network", prepared_cola,
          finetune("--variant", "baseline", backbone="bert-base-uncased"), "backbone 'bert-base-uncased' could not be loaded",
-         env={"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}),
+         env=OFFLINE),
+    # -- system errors
+    Case("system errors", "missing-input", "a missing input file", nothing, ["count-ngrams", "nope.txt", "--out", OUT],
+         "nope.txt: corpus file not found"),
+    Case("system errors", "dir-not-file", "a directory where a file is expected", files(**{"corpus__part1.txt": "a b\n"}),
+         ["count-ngrams", "corpus", "--out", OUT], "corpus: corpus file expected, found a directory"),
+    Case("system errors", "permission", "an input the user may not read", files(**{"secret.txt": "a b c\n"}),
+         ["count-ngrams", "secret.txt", "--out", OUT], "secret.txt: Permission denied", without_root_overrides=True),
+    Case("system errors", "disk-full", "a full disk", files(**{"in.txt": "the cat sat\n" * 2000, "d.tsv": "the cat\t5\n"}),
+         ["segment", "--dict", "d.tsv", "in.txt"], "<stdout>: disk full (no space left on device)", stdout="/dev/full",
+         note="> /dev/full"),
+    Case("system errors", "file-too-large", "a write the system refuses half-way (file size limit)", nothing,
+         ["corpus", "--source", "synthetic", "--tokens", "200000", "--out", "corpus.txt"],
+         "corpus.txt: File too large (while writing it)", limit_file_size=65536, note="under `ulimit -f 64`"),
+    Case("system errors", "sigterm", "SIGTERM while counting (worker processes running)", big_corpus,
+         ["count-ngrams", "corpus.txt", "--out", OUT], "terminated (SIGTERM)", status=143, signal=signal.SIGTERM,
+         note="then `kill -TERM`"),
+    Case("system errors", "ctrl-c", "Ctrl-C while counting (worker processes running)", big_corpus,
+         ["count-ngrams", "corpus.txt", "--out", OUT], "interrupted (Ctrl-C)", status=130, signal=signal.SIGINT,
+         note="then Ctrl-C"),
+    # -- lines are lines
+    Case("lines", "odd-line-breaks", "`segment` on stdin holding \\f, \\v, U+2028 and \\r\\n", files(**{"d.tsv": "the cat\t5\n"}),
+         ["segment", "--dict", "d.tsv"], "4 input lines, 4 output lines", status=0, check=lines_kept,
+         stdin="the cat sat\npage\x0cbreak tab\x0bbed\r\nline\u2028separator\nlast\n".encode(), note="< odd.txt"),
+    # -- any path works
+    Case("paths", "odd-data-dir", "data directory and output with spaces and non-ASCII", lambda root: write_glue(root / "my data/glüe"),
+         prepare("sst2", "my data/glüe", out="out dir/sst2 ü"), "holds train, validation, test", status=0,
+         check=parquet_written("out dir/sst2 ü")),
+    Case("paths", "odd-corpus-path", "corpus.local_path with spaces and non-ASCII", files(**{"wiki tëxt__wiki.train.tokens": " = Zorbs = \n\n Zorb fell from the tree . \n"}),
+         ["corpus", "--source", "local", "--local-path", "wiki tëxt/wiki.train.tokens", "--out", "corpus ö.txt"], "holds the 1 paragraph",
+         status=0, check=corpus_written("corpus ö.txt")),
+    Case("paths", "odd-backbone-path", "a local backbone path with spaces and non-ASCII", lambda root: tiny_model(root / "models/mödel one"),
+         ["backbone", "tiny", "--source", "local", "--path", "models/mödel one", "--out", "bb/tiny ü"], "loads as a backbone",
+         status=0, check=backbone_copied("bb/tiny ü")),
+    Case("paths", "odd-params-paths", "relative params paths with spaces and non-ASCII",
+         params_with(lambda tree: (tree["data"].update(dir=ODD_PARAMS_PATHS["dir"]),
+                                   tree["corpus"].update(local_path=ODD_PARAMS_PATHS["local_path"]))),
+         ["check-params"], "ok", status=0, check=lambda root, done: f"exit 0; `{done.stdout.strip()}`"),
+    # -- loading never runs code
+    Case("safe loading", "pickled-weights", "a backbone with pickled weights only (pytorch_model.bin)",
+         lambda root: tiny_model(root / "binonly", safetensors=False),
+         ["backbone", "b", "--source", "local", "--path", "binonly", "--out", OUT], "has no safetensors weights"),
+    Case("safe loading", "custom-code", "a backbone that needs its own code (trust_remote_code)", custom_code_model,
+         ["backbone", "b", "--source", "local", "--path", "custom", "--out", OUT], "needs its own modelling code"),
 ]
 
 
-def run_case(case: Case, workdir: Path) -> subprocess.CompletedProcess:
+# ------------------------------------------------------------------------------------------------ harness
+
+
+def snapshot(root: Path) -> dict[str, str]:
+    """Every file and folder under ``root`` (the hub cache aside): path -> content digest."""
+    found = {}
+    for path in sorted(root.rglob("*")):
+        relative = str(path.relative_to(root))
+        if relative.startswith("hf-home"):
+            continue
+        found[relative] = hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "dir"
+    return found
+
+
+def _drop_root_overrides() -> None:
+    """In the child: give up CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH, so root meets file permissions too."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in (1, 2):
+        if libc.prctl(24, capability, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def _preexec(case: Case) -> Callable[[], None] | None:
+    if case.limit_file_size is None and not case.without_root_overrides:
+        return None
+
+    def run() -> None:
+        if case.limit_file_size is not None:
+            signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # then the write fails with EFBIG instead
+            resource.setrlimit(resource.RLIMIT_FSIZE, (case.limit_file_size, case.limit_file_size))
+        if case.without_root_overrides and os.geteuid() == 0:
+            _drop_root_overrides()
+
+    return run
+
+
+def prepare_case(case: Case, workdir: Path) -> dict[str, str]:
     case.setup(workdir)
-    if case.existing_output:
-        (workdir / OUT).write_text("complete earlier output\n", encoding="utf-8")
-    env = {**os.environ, **(case.env or {}), "HF_HOME": str(workdir / "hf-home")}
-    return subprocess.run([sys.executable, "-m", "spanft.cli", *case.argv], cwd=workdir, env=env,
-                          capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300)
+    if case.without_root_overrides:
+        (workdir / "secret.txt").chmod(0)
+    return snapshot(workdir)
+
+
+def run_case(case: Case, workdir: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, **case.env, "HF_HOME": str(workdir / "hf-home"), "PYTHONUNBUFFERED": "1"}
+    env.pop("DVC_ROOT", None)
+    argv = [sys.executable, "-m", "spanft.cli", *case.argv]
+    cwd = workdir / case.cwd
+    if case.signal is not None:
+        return _run_and_signal(argv, cwd, env, case.signal)
+    stdout = open(case.stdout, "wb") if case.stdout else subprocess.PIPE
+    try:
+        done = subprocess.run(argv, cwd=cwd, env=env, input=case.stdin if case.stdin is not None else b"",
+                              stdout=stdout, stderr=subprocess.PIPE, timeout=300, preexec_fn=_preexec(case))
+    finally:
+        if case.stdout:
+            stdout.close()
+    return subprocess.CompletedProcess(argv, done.returncode, (done.stdout or b"").decode("utf-8", "replace"),
+                                       done.stderr.decode("utf-8", "replace"))
+
+
+def _run_and_signal(argv: list[str], cwd: Path, env: dict, signum: int) -> subprocess.CompletedProcess:
+    """Start the command in its own process group; once counting runs, signal the whole group (as a terminal
+    does on Ctrl-C, and as `kill` on a group does)."""
+    process = subprocess.Popen(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, start_new_session=True)
+    seen = b""
+    deadline = time.monotonic() + 120
+    while b"encode" not in seen and time.monotonic() < deadline and process.poll() is None:
+        ready, _, _ = select.select([process.stderr], [], [], 1.0)
+        if ready:
+            seen += os.read(process.stderr.fileno(), 4096)
+    time.sleep(0.5)  # the pool's workers are encoding now
+    assert process.poll() is None, "the command ended before it could be interrupted"
+    os.killpg(process.pid, signum)
+    out, err = process.communicate(timeout=120)
+    return subprocess.CompletedProcess(argv, process.returncode, out.decode(), (seen + err).decode("utf-8", "replace"))
+
+
+def error_lines(done: subprocess.CompletedProcess) -> list[str]:
+    return [line for line in done.stderr.replace("\r", "\n").splitlines() if line.startswith("spanft: error:")]
+
+
+def _needs(case: Case) -> None:
+    if case.stdout and not os.path.exists(case.stdout):
+        pytest.skip(f"{case.stdout} does not exist here")
+    if case.without_root_overrides and os.geteuid() == 0:
+        try:
+            subprocess.run(["true"], preexec_fn=_drop_root_overrides, check=True)
+        except (OSError, subprocess.SubprocessError):
+            pytest.skip("running as root without the right to drop root's permission overrides")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[case.id for case in CASES])
-def test_user_mistake_gives_one_line_and_writes_nothing(case: Case, tmp_path: Path):
+def test_each_mistake_gives_one_line_and_changes_nothing(case: Case, tmp_path: Path):
+    _needs(case)
+    before = prepare_case(case, tmp_path)
     done = run_case(case, tmp_path)
-    assert done.returncode == 2, done.stderr
-    errors = [line for line in done.stderr.splitlines() if line.startswith("spanft: error:")]
+    assert done.returncode == case.status, done.stderr
+    assert "Traceback" not in done.stderr, done.stderr
+    if case.status == 0:
+        assert case.expect in case.check(tmp_path, done)
+        return
+    errors = error_lines(done)
     assert len(errors) == 1, done.stderr
-    assert "Traceback" not in done.stderr
     assert case.expect in errors[0], errors[0]
-    if case.existing_output:
-        assert (tmp_path / OUT).read_text(encoding="utf-8") == "complete earlier output\n"
-    else:
-        assert not (tmp_path / OUT).exists()
-    leftovers = [p.name for p in tmp_path.iterdir() if p.name.startswith((".out", "out.", ".tmp"))]
-    assert leftovers == []
+    assert snapshot(tmp_path) == before, "nothing may be written, removed or left behind"
+
+
+def test_every_class_of_the_issue_has_rows():
+    kinds = {case.kind for case in CASES}
+    assert kinds == {"outputs", "params: ids and paths", "params: values", "inputs", "system errors", "lines",
+                     "paths", "safe loading"}
+    assert len({case.id for case in CASES}) == len(CASES)
 
 
 def markdown_table() -> str:
     """The README table, from what each command really prints."""
     import tempfile
 
-    rows = ["| mistake | command | what you see (exit 2, nothing written) |", "|---|---|---|"]
+    rows = ["| class | mistake | command | exit | what you see |", "|---|---|---|---|---|"]
     for case in CASES:
         with tempfile.TemporaryDirectory() as tmp:
+            prepare_case(case, Path(tmp))
             done = run_case(case, Path(tmp))
-        message = next(line for line in done.stderr.splitlines() if line.startswith("spanft: error:"))
-        message = message.replace(str(ROOT), "<repo>")
-        if len(message) > 160:
-            message = message[:157] + "..."
-        rows.append(f"| {case.mistake} | `spanft {' '.join(case.argv).replace(str(ROOT), '.')}` | `{message}` |")
+            seen = case.check(Path(tmp), done) if case.status == 0 else error_lines(done)[0]
+        seen = seen.replace(str(ROOT), "<repo>")
+        if len(seen) > 150:
+            seen = seen[:147] + "..."
+        command = " ".join(f"'{a}'" if " " in a or not a else a for a in case.argv).replace(str(ROOT), ".")
+        note = f" {case.note}" if case.note else ""
+        rows.append(f"| {case.kind} | {case.mistake} | `spanft {command}`{note} | {done.returncode} | "
+                    f"{seen.replace('|', '&#124;')} |")
     return "\n".join(rows)
 
 

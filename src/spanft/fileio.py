@@ -48,7 +48,7 @@ def check_output_location(target: str | os.PathLike, inputs: Inputs = ()) -> Pat
     contains) the current directory or the repository root."""
     target = Path(target)
     resolved = _real(target)
-    for place, what in ((_real(Path.cwd()), "the current directory"), (repository_root(), "the repository root")):
+    for place, what in ((repository_root(), "the repository root"), (_real(Path.cwd()), "the current directory")):
         if place is not None and (resolved == place or resolved in place.parents):
             relation = "is" if resolved == place else "contains"
             raise SpanftError(f"output {target} {relation} {what} ({place}): spanft writes only below it")
@@ -62,6 +62,11 @@ def check_output_location(target: str | os.PathLike, inputs: Inputs = ()) -> Pat
             raise SpanftError(f"output {target} lies inside the input {source}: choose a path outside it")
         if resolved in real.parents:
             raise SpanftError(f"output {target} contains the input {source}: choose a path that does not")
+    for folder in target.parents:
+        if folder.exists() or folder.is_symlink():
+            if not folder.is_dir():
+                raise SpanftError(f"output {target}: {folder} is not a directory")
+            break
     return target
 
 

@@ -332,10 +332,10 @@ def fetch_hub_backbone(hub_id: str, out: str | os.PathLike, revision: str | None
     start = time.perf_counter()
     set_seed(seed)  # weights the checkpoint lacks (a pooler, say) are initialised the same way every time
     try:
-        tokenizer = AutoTokenizer.from_pretrained(hub_id, revision=revision)
-        model = AutoModel.from_pretrained(hub_id, revision=revision, use_safetensors=True)
+        tokenizer = AutoTokenizer.from_pretrained(hub_id, revision=revision, trust_remote_code=False)
+        model = AutoModel.from_pretrained(hub_id, revision=revision, **SAFE_LOADING)
     except (OSError, ValueError) as exc:
-        _refuse_pickled_weights(hub_id, exc)
+        _refuse_unsafe_loading(hub_id, exc)
         at = f" at revision {revision}" if revision else ""
         raise SpanftError(
             f"backbone {hub_id!r}{at} could not be downloaded (unknown id or revision, or offline? "
@@ -364,7 +364,10 @@ def copy_local_backbone(path: str | os.PathLike, out: str | os.PathLike) -> dict
     with atomic_path(target, inputs=[source], made_by="backbone") as tmp:
         # symlinks are followed: a hub cache snapshot links into blobs/ that the copy must hold itself
         shutil.copytree(source, tmp, ignore=shutil.ignore_patterns(".git"))
-        model, tokenizer = load_backbone(str(tmp))
+        try:
+            model, tokenizer = load_backbone(str(tmp))
+        except SpanftError as exc:  # name the directory the user gave, not the temporary copy
+            raise SpanftError(str(exc).replace(str(tmp), str(source))) from None
     return _loaded_summary(model, tokenizer, start)
 
 
@@ -388,8 +391,15 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-def _refuse_pickled_weights(name: str, exc: BaseException) -> None:
-    """Weights are read from safetensors only: a pickled ``pytorch_model.bin`` can run code when loaded."""
+# Loading a model never runs code from it: no custom modelling code, no pickled weights (a pickle can run code).
+SAFE_LOADING = {"use_safetensors": True, "trust_remote_code": False}
+
+
+def _refuse_unsafe_loading(name: str, exc: BaseException) -> None:
+    """One line for a model that only loads by running its own code or unpickling its weights."""
+    if "custom code" in str(exc):
+        raise SpanftError(f"backbone {name!r} needs its own modelling code (trust_remote_code), which spanft "
+                          f"never runs: use a model that transformers supports natively") from None
     if "safetensors" in str(exc):
         raise SpanftError(
             f"backbone {name!r} has no safetensors weights (model.safetensors); spanft never loads pickled "
@@ -409,17 +419,17 @@ def load_backbone(name_or_dir: str):
     if looks_local and not (path / "config.json").is_file():
         raise SpanftError(f"backbone directory {name_or_dir} has no config.json (not a saved HF model)")
     try:
-        tokenizer = AutoTokenizer.from_pretrained(name_or_dir)
-        model = AutoModel.from_pretrained(name_or_dir, use_safetensors=True)
+        tokenizer = AutoTokenizer.from_pretrained(name_or_dir, trust_remote_code=False)
+        model = AutoModel.from_pretrained(name_or_dir, **SAFE_LOADING)
     except (OSError, ValueError) as exc:
-        _refuse_pickled_weights(name_or_dir, exc)
+        _refuse_unsafe_loading(name_or_dir, exc)
         raise SpanftError(
             f"backbone {name_or_dir!r} could not be loaded (unknown id, or offline?): {_first_line(exc)}"
         ) from None
     _require_fast(tokenizer, name_or_dir)
     if "ByteLevel(add_prefix_space=False" in repr(tokenizer.backend_tokenizer.pre_tokenizer):
         # Byte-level BPE (RoBERTa) needs a prefix space to encode pre-split words as it encodes running text.
-        tokenizer = AutoTokenizer.from_pretrained(name_or_dir, add_prefix_space=True)
+        tokenizer = AutoTokenizer.from_pretrained(name_or_dir, add_prefix_space=True, trust_remote_code=False)
     return model, tokenizer
 
 

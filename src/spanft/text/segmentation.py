@@ -489,11 +489,20 @@ def cli_segment(args: argparse.Namespace) -> int:
     tokenizer = WordTokenizer(lowercase=False, pretokenized=args.pretokenized)
     lines = (line for _, line in read_text_lines(args.file, what="input file")) if args.file else _stdin_lines()
     out = sys.stdout
-    for batch in _batched(lines, 4096):
-        sentences = tokenizer.words_batch(batch)
-        for words, lengths in zip(sentences, segmenter.segment_batch(sentences)):
-            out.write(format_spans(words, lengths) + "\n")
-    out.flush()
+    try:
+        for batch in _batched(lines, 4096):
+            sentences = tokenizer.words_batch(batch)
+            for words, lengths in zip(sentences, segmenter.segment_batch(sentences)):
+                out.write(format_spans(words, lengths) + "\n")
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        if exc.filename is not None:
+            raise
+        from spanft.errors import describe_os_error
+
+        raise SpanftError(f"<stdout>: {describe_os_error(exc)} (while writing the spans)") from None
     return 0
 
 
