@@ -144,3 +144,138 @@ def test_hparams_block_is_read_and_checked(tmp_path):
         load_hparams(f"{path}:hparams.cola")
     with pytest.raises(SpanftError, match="expected FILE:KEY"):
         load_hparams("params.yaml")
+
+
+# ------------------------------------------------------------------ params as DVC writes them, ids and paths
+
+import math  # noqa: E402
+import subprocess as _subprocess  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from spanft.params import ids  # noqa: E402
+from spanft.params.load import parse_params  # noqa: E402
+
+
+def test_dvc_exp_run_floats_are_numbers_everywhere(tmp_path):
+    text = (ROOT / "params.yaml").read_text(encoding="utf-8").replace("lr: 5.0e-4", "lr: 3e-05")
+    (tmp_path / "params.yaml").write_text(text, encoding="utf-8")
+    tree = check_params_file(tmp_path / "params.yaml")
+    assert tree["hparams"]["cola"]["lr"] == 3e-05
+    assert load_hparams(f"{tmp_path / 'params.yaml'}:hparams.snli")["lr"] == 3e-05  # one block, aliased by all
+
+
+FLOAT_TEXTS = st.floats(min_value=1e-12, max_value=1e12).flatmap(lambda x: st.sampled_from(
+    [f"{x:e}", f"{x:.0e}", f"{x:E}", f"{x:g}", repr(x), f"-{x:.2e}", f"+{x:.1e}"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=FLOAT_TEXTS)
+def test_every_float_spelling_reads_as_python_reads_it(text):
+    value = parse_params(f"lr: {text}\n", "p.yaml")["lr"]
+    assert value == float(text)
+    assert isinstance(value, float) == any(mark in text for mark in ".eE")  # "1" (from %g) stays an integer
+
+
+@settings(max_examples=100, deadline=None)
+@given(number=st.integers(-10**12, 10**12))
+def test_integers_stay_integers(number):
+    assert parse_params(f"n: {number}\n", "p.yaml") == {"n": number}
+
+
+@settings(max_examples=100, deadline=None)
+@given(keys=st.lists(st.sampled_from(["a", "b", "c", "d"]), min_size=1, max_size=6))
+def test_a_key_given_twice_names_both_lines(keys):
+    text = "".join(f"{key}: {i}\n" for i, key in enumerate(keys))
+    first_repeat = next((i for i, key in enumerate(keys) if key in keys[:i]), None)
+    if first_repeat is None:
+        assert parse_params(text, "p.yaml") == {key: i for i, key in enumerate(keys)}
+        return
+    with pytest.raises(SpanftError) as info:
+        parse_params(text, "p.yaml")
+    first = keys.index(keys[first_repeat]) + 1
+    assert str(info.value) == (f"p.yaml:{first_repeat + 1}: not valid YAML: duplicate key {keys[first_repeat]!r} "
+                               f"(first given at line {first})")
+
+
+HUB_ALPHABET = st.sampled_from(list("aZ09_-./") + [";", "$", " ", "'", "(", ")", "--", "..", ".git", "é"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(value=st.lists(HUB_ALPHABET, min_size=1, max_size=12).map("".join) | st.text(min_size=90, max_size=100,
+                                                                                   alphabet="ab/"))
+def test_hub_ids_follow_the_hubs_own_validator(value):
+    from huggingface_hub.utils import HFValidationError, validate_repo_id
+
+    try:
+        validate_repo_id(value)
+        hub_accepts = value.isascii()  # the hub itself takes ASCII names only (its validator's \w is wider)
+    except HFValidationError:
+        hub_accepts = False
+    assert (ids.hub_id_problem(value) is None) == hub_accepts, value
+
+
+GIT_ALPHABET = st.sampled_from(list("ab9/.-_@{}~^:?*[\\ ") + ["..", ".lock", "\t", "é", "@{"])
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is the oracle")
+@settings(max_examples=200, deadline=None)
+@given(value=st.lists(GIT_ALPHABET, min_size=1, max_size=10).map("".join))
+def test_revisions_follow_git_check_ref_format(value):
+    done = _subprocess.run(["git", "check-ref-format", "--allow-onelevel", value], capture_output=True)
+    git_accepts = done.returncode == 0 and not value.startswith("-")  # git reads "-x" as an option
+    assert (ids.revision_problem(value) is None) == git_accepts, value
+
+
+def test_paths_may_hold_spaces_and_any_letter_but_no_control_character():
+    for good in ["data/raw", "/abs/path", "../raw données/glue data", "C:/x y", "~/ü"]:
+        assert ids.path_problem(good) is None
+    for bad in ["data\nraw", "a\x00b", "a\rb", "a\u2028b", "a\x1bb"]:
+        assert "control character" in ids.path_problem(bad)
+
+
+@pytest.mark.parametrize("dotted, value, message", [
+    ("ngrams.min_n", 1, "2 <= min_n <= max_n <= 5"),
+    ("ngrams.max_n", 6, "2 <= min_n <= max_n <= 5"),
+    ("ngrams.min_count", 0, "ngrams.min_count must be at least 1"),
+    ("data.synthetic.eval_size", 0, "data.synthetic.eval_size must be at least 1"),
+    ("corpus.seed", -1, "corpus.seed: seed -1 is not an integer from 0 to 2**32 - 1"),
+    ("segmentation.random_seed", 2**32, "segmentation.random_seed: seed 4294967296"),
+    ("corpus.hf_split", "train; ls", "corpus.hf_split: 'train; ls' is not a dataset split"),
+    ("corpus.hf_config", "a b", "corpus.hf_config: 'a b' is not a dataset config name"),
+    ("chunker.tagger", "data/tag\nger.json", "chunker.tagger: 'data/tag\\nger.json' holds the control character"),
+    ("dict_sizes", [20000, 20000], "dict_sizes: 20000 is listed twice"),
+    ("tasks", ["cola", 3], "tasks: 3 is not a string"),
+])
+def test_ranges_relations_ids_and_paths(tree, dotted, value, message):
+    *parents, last = dotted.split(".")
+    node = tree
+    for part in parents:
+        node = node[part]
+    node[last] = value
+    assert message in _error(tree)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("lr", 0.0, ": must be a positive number"), ("lr", math.inf, ": must be a positive number"),
+    ("dropout", -0.1, ": must satisfy 0 <= dropout < 1"), ("dropout", 1, ": must satisfy 0 <= dropout < 1"),
+    ("epochs", 0, ": must be at least 1"), ("max_spans", 0, ": must be at least 1"),
+    ("batch_size", 2.5, " must be an integer, found 2.5"),
+])
+def test_hparam_ranges(tree, key, value, message):
+    tree["hparams"]["cola"] = dict(tree["hparams"]["cola"], **{key: value})
+    assert f"hparams.cola.{key}{message}" in _error(tree)
+
+
+def test_optional_hparams_may_be_null_and_split_slices_are_fine(tree):
+    tree["hparams"]["cola"] = dict(tree["hparams"]["cola"], max_spans=None, dropout=0.0)
+    tree["corpus"]["hf_split"] = "train[:10%]+validation"
+    check_params(tree, "params.yaml")
+
+
+def test_backbone_names_and_hub_ids(tree):
+    tree["backbones"]["bert"] = {"source": "hub", "hub_id": "google-bert/bert-base-uncased", "revision": "refs/pr/1"}
+    check_params(tree, "params.yaml")
+    tree["backbones"]["bert"]["revision"] = "v1..2"
+    assert "backbones.bert.revision: 'v1..2' is not a git revision" in _error(tree)

@@ -13,10 +13,10 @@ import unicodedata
 
 # The hub's repository ids (huggingface_hub.utils.validate_repo_id, ASCII as the hub itself requires):
 # [namespace/]name, each part letters, digits, "_", "-", "." and starting and ending with a letter, digit or
-# "_"; the name at most 96 characters; no "--" or ".."; not ending in ".git".
+# "_"; each part at most 96 characters; no "--" or ".."; not ending in ".git".
 _HUB_PART = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]*[A-Za-z0-9_])?"
-_HUB_ID = re.compile(rf"(?:{_HUB_PART}/)?(?P<name>{_HUB_PART})")
-HUB_NAME_MAX = 96
+_HUB_ID = re.compile(rf"(?:(?P<namespace>{_HUB_PART})/)?(?P<name>{_HUB_PART})")
+HUB_PART_MAX = 96
 
 # Our own names (backbones): they become directory names and DVC stage names.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
@@ -36,8 +36,8 @@ def hub_id_problem(value: str) -> str | None:
     if not match:
         return ("is not a hub id: [namespace/]name of letters, digits, '-', '_' and '.', starting and ending "
                 "with a letter, digit or '_'")
-    if len(match["name"]) > HUB_NAME_MAX:
-        return f"is not a hub id: the name is longer than {HUB_NAME_MAX} characters"
+    if max(len(match["namespace"] or ""), len(match["name"])) > HUB_PART_MAX:
+        return f"is not a hub id: the namespace or the name is longer than {HUB_PART_MAX} characters"
     if "--" in value or ".." in value:
         return "is not a hub id: '--' and '..' are not allowed"
     if value.endswith(".git"):
@@ -47,8 +47,8 @@ def hub_id_problem(value: str) -> str | None:
 
 def revision_problem(value: str) -> str | None:
     """Why ``value`` is not a git revision (branch, tag, ``refs/convert/parquet``, commit hash), or None."""
-    if value in ("", "@"):
-        return "is not a git revision (empty, or '@')"
+    if value in ("", "@") or value.startswith("-"):
+        return "is not a git revision (empty, '@', or starting with '-')"
     if _REF_FORBIDDEN.search(value):
         return "is not a git revision: no spaces, control characters or any of ~ ^ : ? * [ \\"
     if ".." in value or "@{" in value or "//" in value:
