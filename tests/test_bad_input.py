@@ -448,7 +448,7 @@ CASES = [
     # -- loading never runs code
     Case("safe loading", "pickled-weights", "a backbone with pickled weights only (pytorch_model.bin)",
          lambda root: tiny_model(root / "binonly", safetensors=False),
-         ["backbone", "b", "--source", "local", "--path", "binonly", "--out", OUT], "has no safetensors weights"),
+         ["backbone", "b", "--source", "local", "--path", "binonly", "--out", OUT], "it has no safetensors weights"),
     Case("safe loading", "custom-code", "a backbone that needs its own code (trust_remote_code)", custom_code_model,
          ["backbone", "b", "--source", "local", "--path", "custom", "--out", OUT], "needs its own modelling code"),
 ]

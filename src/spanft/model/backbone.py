@@ -402,9 +402,9 @@ def _refuse_unsafe_loading(name: str, exc: BaseException) -> None:
                           f"never runs: use a model that transformers supports natively") from None
     if "safetensors" in str(exc):
         raise SpanftError(
-            f"backbone {name!r} has no safetensors weights (model.safetensors); spanft never loads pickled "
-            f"pytorch_model.bin files: convert it once where you trust it (AutoModel.from_pretrained(...)"
-            f".save_pretrained(DIR) writes model.safetensors) and use DIR as a local backbone"
+            f"backbone {name!r} could not be loaded: it has no safetensors weights (model.safetensors), and spanft "
+            f"never loads pickled weights (pytorch_model.bin); to use a .bin model, convert it once where you trust "
+            f"it (AutoModel.from_pretrained(...).save_pretrained(DIR) writes model.safetensors) and use DIR"
         ) from None
 
 
