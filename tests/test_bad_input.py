@@ -306,6 +306,9 @@ CASES = [
          ["build-dict", "counts.tsv", "--size", "1", "--out", "results"], "output results is a directory"),
     Case("outputs", "out-under-a-file", "`--out` below a plain file", files(**{"counts.tsv": "a b\t5\n", "notes.txt": "x\n"}),
          ["build-dict", "counts.tsv", "--size", "1", "--out", "notes.txt/dict.tsv"], "notes.txt is not a directory"),
+    Case("outputs", "two-outputs-one-file", "the corpus and its tagged sentences sent to one file", nothing,
+         ["corpus", "--source", "synthetic", "--tokens", "1000", "--out", "c.txt", "--tagged-out", "./c.txt"],
+         "--tagged-out ./c.txt is the corpus file --out: give two different files"),
     Case("outputs", "checkpoint-user-dir", "`--checkpoint-dir` naming a directory of the user's", files(**{"models__checkpoint-500__weights.bin": "mine\n"}),
          finetune("--variant", "baseline", "--checkpoint-dir", "models"), "--checkpoint-dir models holds files that spanft finetune did not write"),
     Case("outputs", "rerun-backbone-typo", "rerun with a typo'd backbone (previous run kept)", previous_run,
@@ -317,10 +320,6 @@ CASES = [
           "--variant", "baseline"], "--data data/tasks/cloa: task data directory not found"),
     Case("outputs", "dict-size-zero", "dict_size 0 (earlier output kept)", files(**{"counts.tsv": "a b\t5\n", OUT: "complete earlier output\n"}),
          ["build-dict", "counts.tsv", "--size", "0", "--out", OUT], "--size (dict_size) must be > 0, got 0"),
-    Case("outputs", "unknown-variant", "unknown variant", prepared_cola, finetune("--variant", "sff"), "unknown variant 'sff'"),
-    Case("outputs", "unknown-task", "unknown task", nothing, ["describe", "squad"], "unknown task 'squad'"),
-    Case("outputs", "unknown-profile", "unknown profile", nothing, ["profile", "gpu", "--root", str(ROOT)],
-         "unknown profile 'gpu'; available profiles: embedded, paper"),
     # -- params cannot run code: ids and paths are checked by their grammar
     Case("params: ids and paths", "hub-id-shell", "a hub id holding shell syntax", params_with(set_key("corpus.hf_id", "x; touch pwned")),
          ["check-params"], "corpus.hf_id: 'x; touch pwned' is not a hub id"),
@@ -401,6 +400,10 @@ CASES = [
          prepare("cola", "glue"), "CoLA/dev.tsv: cola"),
     Case("inputs", "missing-dir", "missing local data directory", nothing, prepare("cola", "no/such/dir"),
          "no/such/dir: data directory not found"),
+    Case("inputs", "unknown-variant", "unknown variant", prepared_cola, finetune("--variant", "sff"), "unknown variant 'sff'"),
+    Case("inputs", "unknown-task", "unknown task", nothing, ["describe", "squad"], "unknown task 'squad'"),
+    Case("inputs", "unknown-profile", "unknown profile", nothing, ["profile", "gpu", "--root", str(ROOT)],
+         "unknown profile 'gpu'; available profiles: embedded, paper"),
     Case("inputs", "hub-offline-task", "hub task source without network", nothing,
          ["prepare-task", "cola", "--source", "hf", "--out", OUT], "cannot load nyu-mll/glue", env=OFFLINE),
     Case("inputs", "unknown-backbone", "backbone directory missing", prepared_cola, finetune("--variant", "baseline"),
@@ -413,6 +416,8 @@ CASES = [
          "nope.txt: corpus file not found"),
     Case("system errors", "dir-not-file", "a directory where a file is expected", files(**{"corpus__part1.txt": "a b\n"}),
          ["count-ngrams", "corpus", "--out", OUT], "corpus: corpus file expected, found a directory"),
+    Case("system errors", "data-dir-is-file", "a file where the data directory is expected", files(**{"notes.txt": "x\n"}),
+         prepare("cola", "notes.txt"), "notes.txt: expected the data directory (--data-dir / params data.dir), found a file"),
     Case("system errors", "permission", "an input the user may not read", files(**{"secret.txt": "a b c\n"}),
          ["count-ngrams", "secret.txt", "--out", OUT], "secret.txt: Permission denied", without_root_overrides=True),
     Case("system errors", "disk-full", "a full disk", files(**{"in.txt": "the cat sat\n" * 2000, "d.tsv": "the cat\t5\n"}),
@@ -580,13 +585,13 @@ def markdown_table() -> str:
             prepare_case(case, Path(tmp))
             done = run_case(case, Path(tmp))
             seen = case.check(Path(tmp), done) if case.status == 0 else error_lines(done)[0]
-        seen = seen.replace(str(ROOT), "<repo>")
+            seen = seen.replace(os.path.realpath(tmp), "<dir>").replace(str(ROOT), "<repo>")
         if len(seen) > 150:
             seen = seen[:147] + "..."
         command = " ".join(f"'{a}'" if " " in a or not a else a for a in case.argv).replace(str(ROOT), ".")
         note = f" {case.note}" if case.note else ""
         rows.append(f"| {case.kind} | {case.mistake} | `spanft {command}`{note} | {done.returncode} | "
-                    f"{seen.replace('|', '&#124;')} |")
+                    f"`{seen.replace('|', chr(92) + '|')}` |")
     return "\n".join(rows)
 
 

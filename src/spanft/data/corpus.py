@@ -146,6 +146,8 @@ def cli_corpus(args: argparse.Namespace) -> int:
     ``--tagged-out`` is written from the synthetic language whatever the source, so the stage's outputs
     do not depend on it (the paper profile's chunker uses NLTK's pretrained tagger instead).
     """
+    if args.tagged_out and Path(args.tagged_out).resolve() == Path(args.out).resolve():
+        raise SpanftError(f"--tagged-out {args.tagged_out} is the corpus file --out: give two different files")
     if args.tagged_out and args.tagged_sentences <= 0:
         raise SpanftError(f"corpus.tagged_sentences must be > 0, got {args.tagged_sentences}")
     if args.source == "synthetic":

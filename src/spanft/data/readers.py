@@ -232,6 +232,8 @@ def iter_local(task: TaskSpec, data_dir: str | Path) -> Iterator[tuple[str, Spli
     a missing test file skips that split with a warning.
     """
     data_dir = Path(data_dir)
+    if data_dir.exists() and not data_dir.is_dir():
+        raise SpanftError(f"{data_dir}: expected the data directory (--data-dir / params data.dir), found a file")
     if not data_dir.is_dir():
         raise SpanftError(f"{data_dir}: data directory not found (--data-dir / params data.dir)")
     paths = {}
