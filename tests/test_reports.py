@@ -45,6 +45,7 @@ PARAMS = {
     "reports": {
         "paper_names": {"tiny": "bert-base-uncased", "tiny-bpe": "roberta-large"},
         "mcnemar_tasks": ["cola", "sst2", "qnli", "rte", "mrpc", "qqp"],
+        "bootstrap": {"resamples": 400, "seed": 0},
         "figure2": {"tasks": ["cola", "mrpc"], "examples": 2},
     },
 }

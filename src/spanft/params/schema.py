@@ -67,6 +67,7 @@ SCHEMA: dict[str, Any] = {
         "dictsize": {"backbones": _LIST, "tasks": _LIST, "seeds": _LIST, "methods": _LIST},
     },
     "reports": {"paper_names": {"*": _STR}, "mcnemar_tasks": _LIST,
+                "bootstrap": {"resamples": _INT, "seed": _INT},
                 "figure2": {"tasks": _LIST, "examples": _INT}},
 }
 
@@ -146,6 +147,9 @@ def _check_values(tree: dict, path) -> None:
         raise SpanftError(f"{path}: dict_size must be a positive number of entries, found {tree['dict_size']}")
     if not sizes or any(not isinstance(s, int) or isinstance(s, bool) or s <= 0 for s in sizes):
         raise SpanftError(f"{path}: dict_sizes must be a non-empty list of positive integers, found {sizes!r}")
+    if tree["reports"]["bootstrap"]["resamples"] < 1:
+        raise SpanftError(f"{path}: reports.bootstrap.resamples must be a positive number of resamples, found "
+                          f"{tree['reports']['bootstrap']['resamples']}")
     ngrams = tree["ngrams"]
     if not 1 <= ngrams["min_n"] <= ngrams["max_n"]:
         raise SpanftError(f"{path}: ngrams.min_n and ngrams.max_n must satisfy 1 <= min_n <= max_n")
