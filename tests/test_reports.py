@@ -28,6 +28,13 @@ from spanft.report.build import (
 from spanft.report.runs import Run, best_run, summarize
 
 SEEDS = [1, 2]
+GLUE_TASKS = ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli"]
+# The paper's nine GLUE columns (its average's), written out: (column, task, split, metric)
+NINE = [("cola", "cola", "validation", "mcc"), ("sst2", "sst2", "validation", "accuracy"),
+        ("mnli-m", "mnli", "validation_matched", "accuracy"), ("mnli-mm", "mnli", "validation_mismatched", "accuracy"),
+        ("qnli", "qnli", "validation", "accuracy"), ("rte", "rte", "validation", "accuracy"),
+        ("mrpc", "mrpc", "validation", "f1"), ("qqp", "qqp", "validation", "f1"),
+        ("stsb", "stsb", "validation", "pearson")]
 SIZES = [20000, 100000]
 PARAMS = {
     "profile": "embedded",
@@ -35,7 +42,7 @@ PARAMS = {
     "dict_size": 100000,
     "chunker": {"tagger": "data/tagger.json"},
     "studies": {
-        "glue": {"backbones": ["tiny"], "tasks": ["cola", "mrpc", "mnli", "stsb"], "seeds": SEEDS},
+        "glue": {"backbones": ["tiny"], "tasks": GLUE_TASKS, "seeds": SEEDS},
         "backbones": {"backbones": ["tiny-bpe"], "tasks": ["cola", "mrpc"], "seeds": SEEDS},
         "snli": {"backbones": ["tiny"], "seeds": SEEDS, "encoders": ["cnn-max", "attention-max"]},
         "ablation": {"backbones": ["tiny"], "tasks": ["cola", "mrpc"], "seeds": SEEDS},
@@ -179,7 +186,8 @@ def best_seed(root: Path, study: str, task: str, variant: str) -> int:
 EXPECTED_FILES = (
     [f"tables/table{n}.{ext}" for n in range(1, 9) for ext in ("md", "csv", "tex")]
     + ["figures/figure2.md"] + [f"figures/figure{n}.{ext}" for n in (3, 4) for ext in ("png", "pdf")]
-    + ["plots/spans_per_sentence.csv", "plots/dictsize_score.csv", "metrics.json", "index.md"]
+    + ["plots/spans_per_sentence.csv", "plots/dictsize_score.csv", "metrics.json", "index.md",
+       "tables/verdicts.csv", "tables/paper_values.csv"]
 )
 
 
@@ -195,7 +203,8 @@ def test_every_file_is_written_and_states_the_profile(tree):
     assert (out / "figures/figure4.pdf").read_bytes()[:5] == b"%PDF-"
     assert "tiny (for bert-base-uncased)" in (out / "tables/table1.md").read_text()
     assert "tiny-bpe (for roberta-large)" in (out / "tables/table4.md").read_text()
-    assert "paper value not transcribed" in (out / "tables/table1.md").read_text()
+    assert "| paper (test) " in (out / "tables/table1.md").read_text()
+    assert "paper value not transcribed" not in (out / "tables/table1.md").read_text()
     index = (out / "index.md").read_text()
     assert all(f"({path})" in index for path in EXPECTED_FILES if path != "index.md")
 
@@ -204,11 +213,9 @@ def test_table1_mean_and_sd_equal_numpy(tree):
     table = pd.read_csv(tree / "out/tables/table1.csv")
     ours = table[table["statistic"] == "ours"]
     markdown = (tree / "out/tables/table1.md").read_text()
-    columns = {"cola": ("validation", "mcc"), "mrpc": ("validation", "f1"), "stsb": ("validation", "pearson"),
-               "mnli-m": ("validation_matched", "accuracy"), "mnli-mm": ("validation_mismatched", "accuracy")}
+    columns = [*NINE, ("wnli", "wnli", "validation", "accuracy")]
     for variant in ("baseline", "sf"):
-        for column, (split, metric) in columns.items():
-            task = column.split("-")[0]
+        for column, task, split, metric in columns:
             values = [read_metrics(tree, "glue", "tiny", task, variant, s)["metrics"][split][metric] for s in SEEDS]
             row = ours[(ours["method"] == variant) & (ours["column"] == column)].iloc[0]
             assert row["mean_pct"] == pytest.approx(100 * np.mean(values), abs=1e-6)
@@ -222,13 +229,50 @@ def test_table1_mean_and_sd_equal_numpy(tree):
         per_seed = []
         for seed in SEEDS:
             mains = []
-            for task in ("cola", "mrpc", "mnli", "stsb"):
+            for task in GLUE_TASKS:
                 spec = get_task(task)
                 mains.append(read_metrics(tree, "glue", "tiny", task, variant, seed)["metrics"][spec.selection_split][spec.main_metric])
             per_seed.append(np.mean(mains))
         avg = ours[(ours["method"] == variant) & (ours["column"] == "avg")].iloc[0]
         assert avg["mean_pct"] == pytest.approx(100 * np.mean(per_seed), abs=1e-6)
         assert avg["sd_pct"] == pytest.approx(100 * np.std(per_seed, ddof=1), abs=1e-6)
+        # the paper's rule: nine columns (MNLI-m and -mm both), no WNLI, per seed
+        rule = [np.mean([read_metrics(tree, "glue", "tiny", task, variant, seed)["metrics"][split][metric]
+                         for _, task, split, metric in NINE]) for seed in SEEDS]
+        paper_rule = ours[(ours["method"] == variant) & (ours["column"] == "avg-paper-rule")].iloc[0]
+        assert paper_rule["mean_pct"] == pytest.approx(100 * np.mean(rule), abs=1e-6)
+        assert paper_rule["sd_pct"] == pytest.approx(100 * np.std(rule, ddof=1), abs=1e-6)
+        assert abs(np.mean(rule) - np.mean(per_seed)) > 1e-4  # the two rules differ on this data
+
+
+def _column_value(tree: Path, variant: str, task: str, seed: int, split: str, metric: str) -> float:
+    return read_metrics(tree, "glue", "tiny", task, variant, seed)["metrics"][split][metric]
+
+
+def test_table1_best_run_averages_by_hand(tree):
+    """Best-run Avg: each task's best seed (MNLI: by matched, for both MNLI columns), then the average."""
+    table = pd.read_csv(tree / "out/tables/table1.csv")
+    ours = table[table["statistic"] == "ours"]
+    for variant in ("baseline", "sf"):
+        best = {task: best_seed(tree, "glue", task, variant) for task in GLUE_TASKS}
+        rule = np.mean([_column_value(tree, variant, task, best[task], split, metric) for _, task, split, metric in NINE])
+        ours_rule = np.mean([_column_value(tree, variant, task, best[task], get_task(task).selection_split,
+                                           get_task(task).main_metric) for task in GLUE_TASKS])
+        row = ours[(ours["method"] == variant) & (ours["column"] == "avg-paper-rule")].iloc[0]
+        assert row["best_pct"] == pytest.approx(100 * rule, abs=1e-6)
+        assert ours[(ours["method"] == variant) & (ours["column"] == "avg")].iloc[0]["best_pct"] == \
+            pytest.approx(100 * ours_rule, abs=1e-6)
+        # plausible wrong formulas give other numbers on this data, so the checks above can fail:
+        with_wnli = np.mean([_column_value(tree, variant, t, best[t], s, m) for _, t, s, m in NINE]
+                            + [_column_value(tree, variant, "wnli", best["wnli"], "validation", "accuracy")])
+        mm_own_best = SEEDS[int(np.argmax([_column_value(tree, variant, "mnli", s, "validation_mismatched", "accuracy")
+                                           for s in SEEDS]))]
+        per_column_best = np.mean([_column_value(tree, variant, t, mm_own_best if c == "mnli-mm" else best[t], s, m)
+                                   for c, t, s, m in NINE])
+        for wrong in (with_wnli, ours_rule):
+            assert abs(100 * wrong - row["best_pct"]) > 1e-3
+        if mm_own_best != best["mnli"]:
+            assert abs(100 * per_column_best - row["best_pct"]) > 1e-3
 
 
 def _hand_mcnemar(tree: Path, task: str) -> tuple[int, int, int, int, float]:
@@ -250,7 +294,9 @@ def _hand_mcnemar(tree: Path, task: str) -> tuple[int, int, int, int, float]:
 
 def test_table2_equals_hand_mcnemar_on_the_best_runs(tree):
     table = pd.read_csv(tree / "out/tables/table2.csv")
-    assert list(table["task"]) == ["cola", "mrpc"]  # mcnemar_tasks present in the glue study, study order
+    table = table[table["comparison"] == "best runs"]
+    # mcnemar_tasks present in the glue study, in study order
+    assert list(table["task"]) == ["cola", "sst2", "mrpc", "qqp", "qnli", "rte"]
     for task in ("cola", "mrpc"):
         row = table[table["task"] == task].iloc[0]
         assert row["baseline_seed"] == best_seed(tree, "glue", task, "baseline")
@@ -266,9 +312,9 @@ def test_table2_equals_hand_mcnemar_on_the_best_runs(tree):
 def test_tables_3_to_8_hold_the_runs_numbers(tree):
     out = tree / "out/tables"
     cost = pd.read_csv(out / "table3.csv")
-    assert cost["baseline_seconds"].tolist() == pytest.approx([np.mean([11.0, 12.0])] * 4)
-    assert cost["sf_seconds"].tolist() == pytest.approx([np.mean([13.5, 14.5])] * 4)
-    assert cost["ratio"].tolist() == pytest.approx([14.0 / 11.5] * 4, abs=1e-6)
+    assert cost["baseline_seconds"].tolist() == pytest.approx([np.mean([11.0, 12.0])] * 9)
+    assert cost["sf_seconds"].tolist() == pytest.approx([np.mean([13.5, 14.5])] * 9)
+    assert cost["ratio"].tolist() == pytest.approx([14.0 / 11.5] * 9, abs=1e-6)
     assert set(cost["extra_parameters_percent"]) == {3.0}
     snli = pd.read_csv(out / "table5.csv")
     for variant in ("baseline", "sf"):
@@ -277,9 +323,11 @@ def test_tables_3_to_8_hold_the_runs_numbers(tree):
             row = snli[(snli["variant"] == variant) & (snli["split"] == split)].iloc[0]
             assert row["mean_pct"] == pytest.approx(100 * np.mean(values), abs=1e-6)
     encoders = pd.read_csv(out / "table7.csv")
+    encoders = encoders[encoders["statistic"] == "ours"]
     assert list(dict.fromkeys(encoders["method"])) == ["cnn-max", "cnn-cnn", "attention-max"]
     assert set(encoders[encoders["method"] == "cnn-cnn"]["variant"]) == {"sf"}
     ablation = pd.read_csv(out / "table6.csv")
+    ablation = ablation[ablation["statistic"] == "ours"]
     assert list(dict.fromkeys(ablation["method"])) == ["baseline", "cnn-noseg", "random-seg", "chunker-seg", "sf"]
     assert "PerceptronTagger trained here on the synthetic corpus's part-of-speech tags (data/tagger.json)" in \
         (out / "table6.md").read_text()
@@ -382,7 +430,8 @@ def test_other_directories_are_ignored(tree, tmp_path):
 
 def test_paper_values_appear_beside_ours(tree, tmp_path):
     values = tmp_path / "paper.yaml"
-    values.write_text("table1:\n  bert-base-uncased:\n    sf:\n      cola: 61.5\n")
+    values.write_text("table1:\n  split: test\n  columns: {cola: mcc}\n  rows:\n"
+                      "    - {row: B + SF, origin: paper, backbone: bert-base-uncased, method: sf, values: {cola: 61.5}}\n")
     files = build_reports(PARAMS, tree / "runs", tree / "segmented", paper_values=values)
     table = pd.read_csv(io.BytesIO(files["tables/table1.csv"]))
     paper = table[(table["statistic"] == "paper") & (table["method"] == "sf") & (table["column"] == "cola")]
@@ -391,9 +440,14 @@ def test_paper_values_appear_beside_ours(tree, tmp_path):
 
 
 def test_glue_submission_uses_the_best_seed(tree, tmp_path, caplog):
+    import shutil
+
     out_zip = tmp_path / "sub.zip"
+    some = tmp_path / "glue/tiny"
+    for task in ("cola", "mrpc", "mnli", "stsb"):
+        shutil.copytree(tree / "runs/glue/tiny" / task, some / task)
     with caplog.at_level(logging.WARNING, logger="spanft"):
-        used = glue_submission(tree / "runs/glue/tiny", "sf", out_zip)
+        used = glue_submission(some, "sf", out_zip)
     with zipfile.ZipFile(out_zip) as archive:
         names = sorted(archive.namelist())
         assert names == ["AX.tsv", "CoLA.tsv", "MNLI-m.tsv", "MNLI-mm.tsv", "MRPC.tsv", "STS-B.tsv"]
@@ -405,7 +459,7 @@ def test_glue_submission_uses_the_best_seed(tree, tmp_path, caplog):
             for i, p in zip(predictions["idx"], predictions["pred"]))
         assert archive.read("CoLA.tsv").decode() == expected
         mnli_seed = best_seed(tree, "glue", "mnli", "sf")
-        assert used["AX"] == tree / f"runs/glue/tiny/mnli/sf/seed{mnli_seed}/predictions/ax.tsv"
+        assert used["AX"] == some / f"mnli/sf/seed{mnli_seed}/predictions/ax.tsv"
     assert "SST-2" in caplog.text and "QQP" in caplog.text  # the missing leaderboard files are listed
 
 
@@ -464,6 +518,7 @@ def test_paper_backbone_names_and_skipped_mcnemar_tasks(tree):
     params = copy.deepcopy(PARAMS)
     params["chunker"]["tagger"] = ""  # the paper profile: NLTK's pretrained tagger
     del params["reports"]["paper_names"]
+    params["studies"]["glue"]["tasks"] = ["cola", "mrpc", "mnli", "stsb"]
     params["backbones"] = {"tiny": {"source": "hub", "hub_id": "google-bert/bert-base-uncased"}}
     files = build_reports(params, tree / "runs", tree / "segmented")
     table2 = files["tables/table2.md"].decode()
