@@ -43,7 +43,7 @@ PARAMS = {
     "chunker": {"tagger": "data/tagger.json"},
     "studies": {
         "glue": {"backbones": ["tiny"], "tasks": GLUE_TASKS, "seeds": SEEDS},
-        "backbones": {"backbones": ["tiny-bpe"], "tasks": ["cola", "mrpc"], "seeds": SEEDS},
+        "backbones": {"backbones": ["tiny-bpe"], "tasks": ["cola", "mrpc", "qqp"], "seeds": SEEDS},
         "snli": {"backbones": ["tiny"], "seeds": SEEDS, "encoders": ["cnn-max", "attention-max"]},
         "ablation": {"backbones": ["tiny"], "tasks": ["cola", "mrpc"], "seeds": SEEDS},
         "ner": {"backbones": ["tiny"], "seeds": SEEDS},
@@ -57,6 +57,7 @@ PARAMS = {
     },
 }
 N_EXAMPLES = 60
+CONSTANT_RUN = ("glue", "qqp", "baseline", 2)  # (study, task, variant, seed) predicting 'duplicate' everywhere
 
 
 # ------------------------------------------------------------------------------------------- fake data
@@ -96,6 +97,8 @@ def write_run(root: Path, study: str, backbone: str, task_name: str, variant: st
     for split in [*task.eval_splits, *task.test_splits]:
         labeled = split in task.eval_splits
         gold, pred, gold_ids, pred_ids = _split_rows(task, split, rng, labeled)
+        if (study, task_name, variant, seed) == CONSTANT_RUN:  # a run that learned nothing: one class always
+            pred, pred_ids = [task.label_names[1]] * len(pred), [1] * len(pred_ids)
         lines = "".join(f"{i}\t{g}\t{p}\n" for i, (g, p) in enumerate(zip(gold, pred)))
         (path / "predictions" / f"{split}.tsv").write_text("idx\tgold\tpred\n" + lines, encoding="utf-8")
         if labeled and (score_test or split != "test"):
@@ -109,6 +112,10 @@ def write_run(root: Path, study: str, backbone: str, task_name: str, variant: st
         "extra_parameters_percent": 3.0 if sf else 0.0, "examples": {}, "truncation": {}, "resumed_from": None,
         "settings": {},
     }
+    if study == "glue":  # glue runs record their inputs; the other studies' runs do not
+        summary["inputs"] = {"backbone": {"source": "build", "id_or_path": f"data/backbones/{backbone}",
+                                          "digest": "0123456789abcdef0123"},
+                             "data": {"source": "synthetic", "digest": f"{task_name}-digest"}}
     (path / "metrics.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
 
 
@@ -538,3 +545,211 @@ def test_a_study_left_out_of_params_gives_a_note_not_an_error(tree):
     assert files["plots/dictsize_score.csv"].decode() == "backbone,task,method,dict_size,score\n"
     assert "ner" not in json.loads(files["metrics.json"])
     assert files["figures/figure4.png"][:4] == b"\x89PNG"
+
+
+# ------------------------------------------------------------------------------------------- the paper beside ours
+
+
+def _paper_yaml() -> dict:
+    from importlib import resources
+
+    import yaml
+
+    return yaml.safe_load(resources.files("spanft.report").joinpath("paper_values.yaml").read_text(encoding="utf-8"))
+
+
+def _paper_row(table: str, backbone: str | None, method: str) -> dict:
+    return next(row for row in _paper_yaml()[table]["rows"]
+                if row.get("backbone") == backbone and row.get("method") == method)["values"]
+
+
+def _seed_mean(tree: Path, study: str, backbone: str, task: str, variant: str, split: str, metric: str) -> float:
+    return float(np.mean([read_metrics(tree, study, backbone, task, variant, s)["metrics"][split][metric]
+                          for s in SEEDS]))
+
+
+def _judge_by_hand(low: float, high: float, paper: float) -> str:
+    if low <= 0 <= high or high < 0:
+        return "not reproduced"
+    return "larger than published" if low > paper else "smaller than published" if high < paper else "reproduced"
+
+
+def test_table1_paper_rows_are_labelled_test_and_never_differenced(tree):
+    markdown = (tree / "out/tables/table1.md").read_text()
+    frame = pd.read_csv(tree / "out/tables/table1.csv")
+    paper = frame[frame["statistic"] == "paper"]
+    assert set(paper["split"]) == {"test"}
+    for method in ("baseline", "sf"):
+        values = _paper_row("table1", "bert-base-uncased", method)
+        for column in ("cola", "mnli-mm", "qqp"):
+            cell = paper[(paper["method"] == method) & (paper["column"] == column)]
+            assert cell["mean_pct"].tolist() == [values[column]]
+    assert "ours − paper" not in markdown and "gap" not in markdown.lower()
+    assert "80.4 (its columns: 80.6)" in markdown  # the printed average beside what its columns give
+    assert "BERT-base + SF: printed Avg 80.4, but its nine columns average 80.57" in markdown
+    assert "The paper's Table 1 as printed — GLUE test sets. Split: GLUE test (leaderboard)" in markdown
+    assert "| BERT-1seq (SpanBERT's baseline) | literature" in markdown
+
+
+def test_gain_rows_are_the_mean_seed_differences_and_the_verdict_follows_the_rule(tree):
+    frame = pd.read_csv(tree / "out/tables/table1.csv")
+    gains = frame[frame["statistic"] == "gain"].set_index("column")
+    column_gains = {}
+    for column, task, split, metric in NINE:
+        expected = 100 * (_seed_mean(tree, "glue", "tiny", task, "sf", split, metric)
+                          - _seed_mean(tree, "glue", "tiny", task, "baseline", split, metric))
+        column_gains[column] = expected
+        assert gains.loc[column, "gain_pct"] == pytest.approx(expected, abs=1e-4)  # STS-B: TSV floats keep 6 digits
+        assert gains.loc[column, "ci_low_pct"] <= gains.loc[column, "ci_high_pct"]
+    rule = gains.loc["avg-paper-rule"]
+    assert rule["gain_pct"] == pytest.approx(np.mean(list(column_gains.values())), abs=1e-4)
+    verdicts = pd.read_csv(tree / "out/tables/verdicts.csv")
+    verdict = verdicts[verdicts["table"] == 1].iloc[0]
+    assert (verdict["gain_pct"], verdict["ci_low_pct"], verdict["ci_high_pct"]) == \
+        pytest.approx((rule["gain_pct"], rule["ci_low_pct"], rule["ci_high_pct"]))
+    base, sf = _paper_row("table1", "bert-base-uncased", "baseline"), _paper_row("table1", "bert-base-uncased", "sf")
+    paper_gain = np.mean([sf[c] - base[c] for c, *_ in NINE])  # 11.4 / 9: the columns' gain, not the printed 1.1
+    assert verdict["paper_gain_pct"] == pytest.approx(paper_gain)
+    assert verdict["verdict"] == _judge_by_hand(verdict["ci_low_pct"], verdict["ci_high_pct"], paper_gain)
+    line = next(line for line in (tree / "out/tables/table1.md").read_text().splitlines() if line.startswith("- **"))
+    assert f"**{verdict['verdict']}**" in line and "the paper's rule" in line and "paper (test, BERT-base rows" in line
+    assert f"{verdict['gain_pct']:+.1f} pp" in line and "the paper prints a gain of 1.1" in line
+
+
+def test_the_reported_interval_is_the_documented_bootstrap(tree):
+    import zlib
+
+    from spanft.report.bootstrap import paired_bootstrap
+
+    task = get_task("mrpc")
+    preds = {}
+    for variant in ("baseline", "sf"):
+        preds[variant] = []
+        for seed in SEEDS:
+            frame = pd.read_csv(tree / f"runs/glue/tiny/mrpc/{variant}/seed{seed}/predictions/validation.tsv",
+                                sep="\t", dtype=str, keep_default_na=False)
+            frame = frame.assign(idx=frame["idx"].astype(int)).sort_values("idx")  # the runs' example order
+            gold = [task.label_id(g) for g in frame["gold"]]
+            preds[variant].append([task.label_id(p) for p in frame["pred"]])
+    bootstrap = PARAMS["reports"]["bootstrap"]
+    result = paired_bootstrap(task, "f1", gold, preds["baseline"], preds["sf"], bootstrap["resamples"],
+                              [bootstrap["seed"], zlib.crc32(b"mrpc/validation")])
+    row = pd.read_csv(tree / "out/tables/table1.csv").query("statistic == 'gain' and column == 'mrpc'").iloc[0]
+    assert (row["ci_low_pct"], row["ci_high_pct"], row["p_value"]) == \
+        pytest.approx((100 * result.low, 100 * result.high, result.p_value), abs=1e-6)
+
+
+def test_table2_pairs_each_seed_and_pools_them_in_the_bootstrap(tree):
+    table = pd.read_csv(tree / "out/tables/table2.csv")
+    for task in ("cola", "qqp"):
+        split = get_task(task).selection_split
+        for seed in SEEDS:
+            frames = [pd.read_csv(tree / f"runs/glue/tiny/{task}/{v}/seed{seed}/predictions/{split}.tsv", sep="\t",
+                                  dtype=str, keep_default_na=False).set_index("idx") for v in ("baseline", "sf")]
+            a = (frames[0]["pred"] == frames[0]["gold"]).to_numpy()
+            b = (frames[1]["pred"] == frames[1]["gold"]).to_numpy()
+            row = table[(table["task"] == task) & (table["comparison"] == f"seed {seed}")].iloc[0]
+            assert (row["only_a_correct"], row["only_b_correct"]) == (np.sum(a & ~b), np.sum(~a & b))
+        pooled = table[(table["task"] == task) & (table["comparison"] == "bootstrap (all seeds)")].iloc[0]
+        metric = get_task(task).main_metric
+        expected = 100 * (_seed_mean(tree, "glue", "tiny", task, "sf", split, metric)
+                          - _seed_mean(tree, "glue", "tiny", task, "baseline", split, metric))
+        assert pooled["gain_pct"] == pytest.approx(expected, abs=1e-6)
+    markdown = (tree / "out/tables/table2.md").read_text()
+    assert "s1 " in markdown and "s2 " in markdown and "p (paper, best runs)" in markdown
+    best_p = table[(table["comparison"] == "best runs") & (table["task"] == "cola")].iloc[0]["paper_p_value"]
+    assert best_p == _paper_row("table2", "bert-base-uncased", "sf")["cola"]
+
+
+def test_table4_follows_the_papers_metric_for_qqp(tree):
+    frame = pd.read_csv(tree / "out/tables/table4.csv")
+    ours = frame[(frame["statistic"] == "ours") & (frame["column"] == "qqp")]
+    assert set(ours["metric"]) == {"accuracy"}
+    for variant in ("baseline", "sf"):
+        row = ours[ours["method"] == variant].iloc[0]
+        assert row["mean_pct"] == pytest.approx(
+            100 * _seed_mean(tree, "backbones", "tiny-bpe", "qqp", variant, "validation", "accuracy"), abs=1e-6)
+        assert row["mean_pct"] != pytest.approx(
+            100 * _seed_mean(tree, "backbones", "tiny-bpe", "qqp", variant, "validation", "f1"), abs=1e-3)
+    assert "QQP (Acc)" in (tree / "out/tables/table4.md").read_text()
+    assert "Table 4's QQP column is accuracy; Table 1's is F1" in (tree / "out/tables/table4.md").read_text()
+
+
+def test_dev_test_tables_show_ours_minus_paper_on_matching_splits(tree):
+    markdown = (tree / "out/tables/table8.md").read_text()
+    paper = _paper_row("table8", "bert-base-uncased", "sf")
+    task = get_task("conll2003")
+    dev = 100 * _seed_mean(tree, "ner", "tiny", "conll2003", "sf", "validation", "f1")
+    row = next(line for line in markdown.splitlines() if line.startswith("| tiny (for bert-base-uncased) | +SF "))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[3:5] == [f"{paper['dev']:.1f}", f"{dev - paper['dev']:+.1f}"]
+    assert cells[6] == f"{paper['test']:.1f}"
+    assert "the paper's dev and test rows may be swapped" in markdown
+    assert task.eval_splits[0] == "validation"
+    table5 = (tree / "out/tables/table5.md").read_text()
+    assert "| +SF " in table5 and "the paper has none for bert-base-uncased" in table5  # stand-in rows named
+    verdicts = pd.read_csv(tree / "out/tables/verdicts.csv")
+    snli = verdicts[verdicts["table"] == 5].iloc[0]
+    wwm = {m: _paper_row("table5", "bert-large-uncased-whole-word-masking", m)["dev"] for m in ("baseline", "sf")}
+    assert snli["paper_gain_pct"] == pytest.approx(wwm["sf"] - wwm["baseline"])
+    encoders = verdicts[verdicts["table"] == 7]
+    assert list(encoders["comparison"]) == ["CNN-CNN − CNN-Max", "CNN-CNN − Attention-Max"]
+
+
+def test_index_opens_with_inputs_verdicts_and_flagged_runs(tree):
+    index = (tree / "out/index.md").read_text()
+    summary = index[:index.index("# Reports")]
+    assert summary.startswith("Profile: embedded")
+    assert "- Backbones: tiny: source build, id_or_path data/backbones/tiny, digest 0123456789ab…" in summary
+    assert "not recorded" in summary  # the other studies' runs carry no inputs block
+    assert "cola: source synthetic, digest cola-digest" in summary
+    verdicts = pd.read_csv(tree / "out/tables/verdicts.csv")
+    for number in range(1, 9):
+        assert f"- Table {number}, **" in summary
+    assert len([line for line in summary.splitlines() if line.startswith("- Table ")]) == len(verdicts)
+    assert ("glue/tiny/qqp/baseline/seed2 validation: f1 " in index
+            and "constant predictor: class 'duplicate' for every example" in index)
+
+
+def test_flagged_runs_are_exactly_the_runs_no_better_than_a_constant(tree):
+    """Hand check over the glue study: a flagged run scores at most the best constant, or predicts one class."""
+    index = (tree / "out/index.md").read_text()
+    listed = {line[2:].split(" ")[0] for line in index.splitlines() if line.startswith("- glue/")}
+    expected = set()
+    for task_name in GLUE_TASKS:
+        task = get_task(task_name)
+        for variant in ("baseline", "sf"):
+            for seed in SEEDS:
+                for split in task.eval_splits:
+                    frame = pd.read_csv(tree / f"runs/glue/tiny/{task_name}/{variant}/seed{seed}/predictions/{split}.tsv",
+                                        sep="\t", dtype=str, keep_default_na=False)
+                    score = read_metrics(tree, "glue", "tiny", task_name, variant, seed)["metrics"][split][task.main_metric]
+                    if task.is_regression:
+                        trivial, one_class = 0.0, frame["pred"].nunique() == 1
+                    else:
+                        gold = [task.label_id(g) for g in frame["gold"]]
+                        trivial = max(compute_metrics(task, [k] * len(gold), gold)[task.main_metric]
+                                      for k in range(task.num_labels))
+                        one_class = frame["pred"].nunique() == 1
+                    if score <= trivial + 1e-9 or one_class:
+                        expected.add(f"glue/tiny/{task_name}/{variant}/seed{seed}")
+    assert "glue/tiny/qqp/baseline/seed2" in expected
+    assert listed == expected
+
+
+def test_bootstrap_params_are_checked():
+    from spanft.params.schema import check_params
+    from spanft.params.load import load_params
+
+    root = Path(__file__).resolve().parents[1]
+    tree = load_params(root / "params.yaml")
+    tree["reports"]["bootstrap"]["resamples"] = 0
+    with pytest.raises(SpanftError, match="reports.bootstrap.resamples must be a positive"):
+        check_params(tree)
+    del tree["reports"]["bootstrap"]
+    with pytest.raises(SpanftError, match="missing key reports.bootstrap"):
+        check_params(tree)
+    params = copy.deepcopy(PARAMS)
+    params["reports"]["bootstrap"] = {"resamples": "many", "seed": 0}
+    with pytest.raises(SpanftError, match="reports.bootstrap.resamples must be an integer"):
+        build_reports(params, Path("/nonexistent"), Path("/nonexistent"))
