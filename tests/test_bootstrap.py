@@ -52,8 +52,10 @@ def fake_runs(task_name: str, n: int, seeds: int, error: float, rng: np.random.G
 def metric_gain(task, metric, gold, preds_a, preds_b, index=None) -> float:
     """Mean over B's runs minus mean over A's runs, with compute_metrics on the examples ``index`` picks."""
     index = range(len(gold)) if index is None else index
-    pick = lambda values: [values[i] for i in index]  # noqa: E731
-    score = lambda pred: compute_metrics(task, pick(pred), pick(gold))[metric]  # noqa: E731
+
+    def score(pred) -> float:
+        return compute_metrics(task, [pred[i] for i in index], [gold[i] for i in index])[metric]
+
     return float(np.mean([score(p) for p in preds_b]) - np.mean([score(p) for p in preds_a]))
 
 
@@ -74,7 +76,7 @@ def test_the_resamples_equal_a_slow_loop_with_the_same_draws(name, metric):
 
 
 def test_blocks_do_not_change_the_draws(monkeypatch):
-    import spanft.report.bootstrap as bootstrap
+    from spanft.report import bootstrap
 
     task = get_task("mrpc")
     gold, preds = fake_runs("mrpc", 30, 2, 0.3, np.random.default_rng(5))
@@ -103,7 +105,10 @@ def test_monte_carlo_converges_to_the_exact_bootstrap_of_a_tiny_split():
     result = paired_bootstrap(task, "mcc", gold, preds_a, preds_b, resamples=resamples, seed=1)
     error = result.distribution.std() / math.sqrt(resamples)
     assert result.distribution.mean() == pytest.approx(exact_mean, abs=4 * error)
-    share = lambda p: 4 * math.sqrt(p * (1 - p) / resamples) + 1e-9  # noqa: E731
+
+    def share(p: float) -> float:  # four binomial standard errors
+        return 4 * math.sqrt(p * (1 - p) / resamples) + 1e-9
+
     assert np.mean(result.distribution <= 0) == pytest.approx(exact_below, abs=share(exact_below))
     assert np.mean(result.distribution >= 0) == pytest.approx(exact_above, abs=share(exact_above))
     exact_p = min(1.0, 2 * min(exact_below, exact_above))

@@ -738,8 +738,8 @@ def test_flagged_runs_are_exactly_the_runs_no_better_than_a_constant(tree):
 
 
 def test_bootstrap_params_are_checked():
-    from spanft.params.schema import check_params
     from spanft.params.load import load_params
+    from spanft.params.schema import check_params
 
     root = Path(__file__).resolve().parents[1]
     tree = load_params(root / "params.yaml")

@@ -2,10 +2,12 @@
 
 ``spanft report`` writes, under ``--out`` (``reports/``):
 
-- ``tables/table{1..8}.{md,csv,tex}`` (:mod:`spanft.report_tables`),
-- ``figures/figure2.md``, ``figures/figure{3,4}.{png,pdf}`` (:mod:`spanft.report_figures`),
+- ``tables/table{1..8}.{md,csv,tex}`` (:mod:`spanft.report.tables`), ``tables/verdicts.csv`` (every verdict
+  line as data) and ``tables/paper_values.csv`` (every number the paper prints, :mod:`spanft.report.paper`),
+- ``figures/figure2.md``, ``figures/figure{3,4}.{png,pdf}`` (:mod:`spanft.report.figures`),
 - ``metrics.json`` (DVC metrics: headline dev scores), ``plots/spans_per_sentence.csv``,
-  ``plots/dictsize_score.csv`` (DVC plots), and ``index.md`` listing them, written last.
+  ``plots/dictsize_score.csv`` (DVC plots), and ``index.md``, written last: a one-screen summary (inputs,
+  verdicts, runs no better than a constant predictor, :mod:`spanft.report.summary`), then every file.
 
 Everything is computed before anything is written, each file is written atomically, and ``index.md`` is
 removed first and written last, so an interrupted report never looks complete. Outputs are byte-identical

@@ -47,7 +47,7 @@ class Comparisons:
         self._cache: dict[tuple, BootstrapResult] = {}
 
     @classmethod
-    def from_params(cls, params: Params) -> "Comparisons":
+    def from_params(cls, params: Params) -> Comparisons:
         resamples = params.get("reports.bootstrap.resamples")
         seed = params.get("reports.bootstrap.seed")
         for key, value in (("resamples", resamples), ("seed", seed)):
@@ -67,8 +67,9 @@ class Comparisons:
             where = runs_a[0].predictions(split)
             decoded_gold = decode(task, gold, where)
             decoded = [decode(task, pred, run.predictions(split)) for pred, run in zip(predictions, [*runs_a, *runs_b])]
+            seed = self.column_seed(task.name, split)
             self._cache[key] = paired_bootstrap(task, metric, decoded_gold, decoded[:len(runs_a)],
-                                                decoded[len(runs_a):], self.resamples, self.column_seed(task.name, split))
+                                                decoded[len(runs_a):], self.resamples, seed)
         return self._cache[key]
 
     def seed_pairs(self, runs_a: Sequence[Run], runs_b: Sequence[Run], split: str) -> list[SeedPair]:
@@ -77,7 +78,8 @@ class Comparisons:
         pairs = []
         for run in runs_a:
             if run.seed in by_seed:
-                gold, (pred_a, pred_b) = aligned_predictions([run.predictions(split), by_seed[run.seed].predictions(split)])
+                paths = [run.predictions(split), by_seed[run.seed].predictions(split)]
+                gold, (pred_a, pred_b) = aligned_predictions(paths)
                 pairs.append(SeedPair(run.seed, mcnemar_test(gold, pred_a, pred_b)))
         return pairs
 

@@ -146,7 +146,7 @@ class Paper:
         self.where = where
 
     @classmethod
-    def load(cls, path: str | Path | None = None) -> "Paper":
+    def load(cls, path: str | Path | None = None) -> Paper:
         import yaml
 
         if path is None:
@@ -187,7 +187,8 @@ def _parse_table(number: int, node: Any, where: str) -> PaperTable:
     for key, spec in (node.get("columns") or {}).items():
         metric, column_split = (spec.get("metric"), spec.get("split")) if isinstance(spec, dict) else (spec, split)
         if column_split not in SPLITS:
-            raise SpanftError(f"{where}.columns.{key}: split must be one of {', '.join(SPLITS)}, found {column_split!r}")
+            raise SpanftError(f"{where}.columns.{key}: split must be one of {', '.join(SPLITS)}, "
+                              f"found {column_split!r}")
         columns[str(key)] = PaperColumn(str(key), str(metric), column_split)
     rows = [_parse_row(number, row, columns, f"{where}.rows[{i}]") for i, row in enumerate(node.get("rows") or [])]
     return PaperTable(number, str(node.get("caption", "")), columns, rows)
@@ -352,7 +353,8 @@ def _span_settings_note(settings: dict) -> list[str]:
 
 
 def _metric_change_notes(table1: PaperTable, table4: PaperTable) -> list[str]:
-    changed = [key for key in table4.columns if key in table1.columns and table1.metric_of(key) != table4.metric_of(key)]
+    changed = [key for key in table4.columns
+               if key in table1.columns and table1.metric_of(key) != table4.metric_of(key)]
     notes = []
     for key in changed:
         note = (f"Table 4's {COLUMN_NAMES.get(key, key)} column is {_metric_words(table4.metric_of(key))}; "
