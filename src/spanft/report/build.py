@@ -74,9 +74,22 @@ def build_reports(params: dict, runs_dir: Path, segmented_dir: Path, *, params_n
     files["plots/spans_per_sentence.csv"] = figures.csv_text(spans).encode()
     files["plots/dictsize_score.csv"] = figures.csv_text(scores).encode()
     files["metrics.json"] = (json.dumps(headline_metrics(builder), indent=2, sort_keys=True) + "\n").encode()
+    _read_dictsize_runs(builder)  # Figure 4's runs are checked against constant predictors too
     checks = check_runs(builder.all_runs())
     files["index.md"] = index_markdown(profile, list(files), tables, builder.all_runs(), checks).encode()
     return files
+
+
+def _read_dictsize_runs(builder) -> None:
+    params = builder.params
+    if not params.has_study("dictsize"):
+        return
+    seeds = params.seeds("dictsize")
+    for backbone in params.backbones("dictsize"):
+        for task in params.study_tasks("dictsize"):
+            for method in params.list_of("studies.dictsize.methods"):
+                for size in params.list_of("dict_sizes", int):
+                    builder.runs("dictsize", backbone, task, f"{method}-{size}", seeds)
 
 
 def _csv(records: list[dict], profile: str) -> str:

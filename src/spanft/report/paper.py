@@ -255,7 +255,8 @@ def printed_table(table: PaperTable) -> pd.DataFrame:
         if glue:
             average, missing = printed_columns_average(row)
             cells["Avg of its columns"] = _cell(average, "average") + (f" ({9 - len(missing)} cols)" if missing else "")
-            cells["Gain of its columns"] = _cell(_recomputed_gain(table, row), "gain")
+            if "gain" in table.columns:
+                cells["Gain of its columns"] = _cell(_recomputed_gain(table, row), "gain")
         rows.append(cells)
     return pd.DataFrame(rows).fillna("")
 

@@ -140,7 +140,7 @@ class Table:
     def latex(self, profile: str) -> str:
         header = f"% {profile_line(profile)}\n% Table {self.number}. {self.title}\n"
         header += "".join(f"% {note}\n" for note in self.notes)
-        header += "".join(f"% {v.line()}\n" for v in self.verdicts)
+        header += "".join(f"% {v.line().replace('**', '')}\n" for v in self.verdicts)
         parts = [header]
         if len(self.display):
             parts.append(_tabular(self.display))
