@@ -23,10 +23,12 @@ def test_cola_mcc_by_hand():
 
 
 def test_mrpc_f1_positive_class_by_hand():
-    # TP=1 (pos 0), FP=2 (pos 1, 2), FN=1 (pos 3), TN=1 -> P=1/3 R=1/2 F1=2PR/(P+R)=0.4
-    result = compute_metrics(get_task("mrpc"), [1, 1, 1, 0, 0], [1, 0, 0, 1, 0])
-    assert result["f1"] == pytest.approx(0.4)
-    assert result["accuracy"] == pytest.approx(2 / 5)
+    # gold 1 1 0 0 0; pred 1 1 1 1 0. Positive class (equivalent): TP=2 FP=2 FN=0 -> F1 = 2*2/(2*2+2+0) = 2/3.
+    # Negative class: TP=1 FP=0 FN=2 -> F1 = 2/(2+2) = 1/2, and their macro mean 7/12: only class 1 gives 2/3.
+    result = compute_metrics(get_task("mrpc"), [1, 1, 1, 1, 0], [1, 1, 0, 0, 0])
+    assert result["f1"] == pytest.approx(2 / 3)
+    assert result["f1"] != pytest.approx(1 / 2) and result["f1"] != pytest.approx(7 / 12)
+    assert result["accuracy"] == pytest.approx(3 / 5)
     assert get_task("qqp").main_metric == "f1"
 
 

@@ -28,6 +28,13 @@ from spanft.report.build import (
 from spanft.report.runs import Run, best_run, summarize
 
 SEEDS = [1, 2]
+GLUE_TASKS = ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli"]
+# The paper's nine GLUE columns (its average's), written out: (column, task, split, metric)
+NINE = [("cola", "cola", "validation", "mcc"), ("sst2", "sst2", "validation", "accuracy"),
+        ("mnli-m", "mnli", "validation_matched", "accuracy"), ("mnli-mm", "mnli", "validation_mismatched", "accuracy"),
+        ("qnli", "qnli", "validation", "accuracy"), ("rte", "rte", "validation", "accuracy"),
+        ("mrpc", "mrpc", "validation", "f1"), ("qqp", "qqp", "validation", "f1"),
+        ("stsb", "stsb", "validation", "pearson")]
 SIZES = [20000, 100000]
 PARAMS = {
     "profile": "embedded",
@@ -35,8 +42,8 @@ PARAMS = {
     "dict_size": 100000,
     "chunker": {"tagger": "data/tagger.json"},
     "studies": {
-        "glue": {"backbones": ["tiny"], "tasks": ["cola", "mrpc", "mnli", "stsb"], "seeds": SEEDS},
-        "backbones": {"backbones": ["tiny-bpe"], "tasks": ["cola", "mrpc"], "seeds": SEEDS},
+        "glue": {"backbones": ["tiny"], "tasks": GLUE_TASKS, "seeds": SEEDS},
+        "backbones": {"backbones": ["tiny-bpe"], "tasks": ["cola", "mrpc", "qqp"], "seeds": SEEDS},
         "snli": {"backbones": ["tiny"], "seeds": SEEDS, "encoders": ["cnn-max", "attention-max"]},
         "ablation": {"backbones": ["tiny"], "tasks": ["cola", "mrpc"], "seeds": SEEDS},
         "ner": {"backbones": ["tiny"], "seeds": SEEDS},
@@ -45,10 +52,12 @@ PARAMS = {
     "reports": {
         "paper_names": {"tiny": "bert-base-uncased", "tiny-bpe": "roberta-large"},
         "mcnemar_tasks": ["cola", "sst2", "qnli", "rte", "mrpc", "qqp"],
+        "bootstrap": {"resamples": 400, "seed": 0},
         "figure2": {"tasks": ["cola", "mrpc"], "examples": 2},
     },
 }
 N_EXAMPLES = 60
+CONSTANT_RUN = ("glue", "qqp", "baseline", 2)  # (study, task, variant, seed) predicting 'duplicate' everywhere
 
 
 # ------------------------------------------------------------------------------------------- fake data
@@ -88,6 +97,8 @@ def write_run(root: Path, study: str, backbone: str, task_name: str, variant: st
     for split in [*task.eval_splits, *task.test_splits]:
         labeled = split in task.eval_splits
         gold, pred, gold_ids, pred_ids = _split_rows(task, split, rng, labeled)
+        if (study, task_name, variant, seed) == CONSTANT_RUN:  # a run that learned nothing: one class always
+            pred, pred_ids = [task.label_names[1]] * len(pred), [1] * len(pred_ids)
         lines = "".join(f"{i}\t{g}\t{p}\n" for i, (g, p) in enumerate(zip(gold, pred)))
         (path / "predictions" / f"{split}.tsv").write_text("idx\tgold\tpred\n" + lines, encoding="utf-8")
         if labeled and (score_test or split != "test"):
@@ -101,6 +112,10 @@ def write_run(root: Path, study: str, backbone: str, task_name: str, variant: st
         "extra_parameters_percent": 3.0 if sf else 0.0, "examples": {}, "truncation": {}, "resumed_from": None,
         "settings": {},
     }
+    if study == "glue":  # glue runs record their inputs; the other studies' runs do not
+        summary["inputs"] = {"backbone": {"source": "build", "id_or_path": f"data/backbones/{backbone}",
+                                          "digest": "0123456789abcdef0123"},
+                             "data": {"source": "synthetic", "digest": f"{task_name}-digest"}}
     (path / "metrics.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
 
 
@@ -178,7 +193,8 @@ def best_seed(root: Path, study: str, task: str, variant: str) -> int:
 EXPECTED_FILES = (
     [f"tables/table{n}.{ext}" for n in range(1, 9) for ext in ("md", "csv", "tex")]
     + ["figures/figure2.md"] + [f"figures/figure{n}.{ext}" for n in (3, 4) for ext in ("png", "pdf")]
-    + ["plots/spans_per_sentence.csv", "plots/dictsize_score.csv", "metrics.json", "index.md"]
+    + ["plots/spans_per_sentence.csv", "plots/dictsize_score.csv", "metrics.json", "index.md",
+       "tables/verdicts.csv", "tables/paper_values.csv"]
 )
 
 
@@ -194,7 +210,8 @@ def test_every_file_is_written_and_states_the_profile(tree):
     assert (out / "figures/figure4.pdf").read_bytes()[:5] == b"%PDF-"
     assert "tiny (for bert-base-uncased)" in (out / "tables/table1.md").read_text()
     assert "tiny-bpe (for roberta-large)" in (out / "tables/table4.md").read_text()
-    assert "paper value not transcribed" in (out / "tables/table1.md").read_text()
+    assert "| paper (test) " in (out / "tables/table1.md").read_text()
+    assert "paper value not transcribed" not in (out / "tables/table1.md").read_text()
     index = (out / "index.md").read_text()
     assert all(f"({path})" in index for path in EXPECTED_FILES if path != "index.md")
 
@@ -203,11 +220,9 @@ def test_table1_mean_and_sd_equal_numpy(tree):
     table = pd.read_csv(tree / "out/tables/table1.csv")
     ours = table[table["statistic"] == "ours"]
     markdown = (tree / "out/tables/table1.md").read_text()
-    columns = {"cola": ("validation", "mcc"), "mrpc": ("validation", "f1"), "stsb": ("validation", "pearson"),
-               "mnli-m": ("validation_matched", "accuracy"), "mnli-mm": ("validation_mismatched", "accuracy")}
+    columns = [*NINE, ("wnli", "wnli", "validation", "accuracy")]
     for variant in ("baseline", "sf"):
-        for column, (split, metric) in columns.items():
-            task = column.split("-")[0]
+        for column, task, split, metric in columns:
             values = [read_metrics(tree, "glue", "tiny", task, variant, s)["metrics"][split][metric] for s in SEEDS]
             row = ours[(ours["method"] == variant) & (ours["column"] == column)].iloc[0]
             assert row["mean_pct"] == pytest.approx(100 * np.mean(values), abs=1e-6)
@@ -221,13 +236,50 @@ def test_table1_mean_and_sd_equal_numpy(tree):
         per_seed = []
         for seed in SEEDS:
             mains = []
-            for task in ("cola", "mrpc", "mnli", "stsb"):
+            for task in GLUE_TASKS:
                 spec = get_task(task)
                 mains.append(read_metrics(tree, "glue", "tiny", task, variant, seed)["metrics"][spec.selection_split][spec.main_metric])
             per_seed.append(np.mean(mains))
         avg = ours[(ours["method"] == variant) & (ours["column"] == "avg")].iloc[0]
         assert avg["mean_pct"] == pytest.approx(100 * np.mean(per_seed), abs=1e-6)
         assert avg["sd_pct"] == pytest.approx(100 * np.std(per_seed, ddof=1), abs=1e-6)
+        # the paper's rule: nine columns (MNLI-m and -mm both), no WNLI, per seed
+        rule = [np.mean([read_metrics(tree, "glue", "tiny", task, variant, seed)["metrics"][split][metric]
+                         for _, task, split, metric in NINE]) for seed in SEEDS]
+        paper_rule = ours[(ours["method"] == variant) & (ours["column"] == "avg-paper-rule")].iloc[0]
+        assert paper_rule["mean_pct"] == pytest.approx(100 * np.mean(rule), abs=1e-6)
+        assert paper_rule["sd_pct"] == pytest.approx(100 * np.std(rule, ddof=1), abs=1e-6)
+        assert abs(np.mean(rule) - np.mean(per_seed)) > 1e-4  # the two rules differ on this data
+
+
+def _column_value(tree: Path, variant: str, task: str, seed: int, split: str, metric: str) -> float:
+    return read_metrics(tree, "glue", "tiny", task, variant, seed)["metrics"][split][metric]
+
+
+def test_table1_best_run_averages_by_hand(tree):
+    """Best-run Avg: each task's best seed (MNLI: by matched, for both MNLI columns), then the average."""
+    table = pd.read_csv(tree / "out/tables/table1.csv")
+    ours = table[table["statistic"] == "ours"]
+    for variant in ("baseline", "sf"):
+        best = {task: best_seed(tree, "glue", task, variant) for task in GLUE_TASKS}
+        rule = np.mean([_column_value(tree, variant, task, best[task], split, metric) for _, task, split, metric in NINE])
+        ours_rule = np.mean([_column_value(tree, variant, task, best[task], get_task(task).selection_split,
+                                           get_task(task).main_metric) for task in GLUE_TASKS])
+        row = ours[(ours["method"] == variant) & (ours["column"] == "avg-paper-rule")].iloc[0]
+        assert row["best_pct"] == pytest.approx(100 * rule, abs=1e-6)
+        assert ours[(ours["method"] == variant) & (ours["column"] == "avg")].iloc[0]["best_pct"] == \
+            pytest.approx(100 * ours_rule, abs=1e-6)
+        # plausible wrong formulas give other numbers on this data, so the checks above can fail:
+        with_wnli = np.mean([_column_value(tree, variant, t, best[t], s, m) for _, t, s, m in NINE]
+                            + [_column_value(tree, variant, "wnli", best["wnli"], "validation", "accuracy")])
+        mm_own_best = SEEDS[int(np.argmax([_column_value(tree, variant, "mnli", s, "validation_mismatched", "accuracy")
+                                           for s in SEEDS]))]
+        per_column_best = np.mean([_column_value(tree, variant, t, mm_own_best if c == "mnli-mm" else best[t], s, m)
+                                   for c, t, s, m in NINE])
+        for wrong in (with_wnli, ours_rule):
+            assert abs(100 * wrong - row["best_pct"]) > 1e-3
+        if mm_own_best != best["mnli"]:
+            assert abs(100 * per_column_best - row["best_pct"]) > 1e-3
 
 
 def _hand_mcnemar(tree: Path, task: str) -> tuple[int, int, int, int, float]:
@@ -249,7 +301,9 @@ def _hand_mcnemar(tree: Path, task: str) -> tuple[int, int, int, int, float]:
 
 def test_table2_equals_hand_mcnemar_on_the_best_runs(tree):
     table = pd.read_csv(tree / "out/tables/table2.csv")
-    assert list(table["task"]) == ["cola", "mrpc"]  # mcnemar_tasks present in the glue study, study order
+    table = table[table["comparison"] == "best runs"]
+    # mcnemar_tasks present in the glue study, in study order
+    assert list(table["task"]) == ["cola", "sst2", "mrpc", "qqp", "qnli", "rte"]
     for task in ("cola", "mrpc"):
         row = table[table["task"] == task].iloc[0]
         assert row["baseline_seed"] == best_seed(tree, "glue", task, "baseline")
@@ -265,9 +319,9 @@ def test_table2_equals_hand_mcnemar_on_the_best_runs(tree):
 def test_tables_3_to_8_hold_the_runs_numbers(tree):
     out = tree / "out/tables"
     cost = pd.read_csv(out / "table3.csv")
-    assert cost["baseline_seconds"].tolist() == pytest.approx([np.mean([11.0, 12.0])] * 4)
-    assert cost["sf_seconds"].tolist() == pytest.approx([np.mean([13.5, 14.5])] * 4)
-    assert cost["ratio"].tolist() == pytest.approx([14.0 / 11.5] * 4, abs=1e-6)
+    assert cost["baseline_seconds"].tolist() == pytest.approx([np.mean([11.0, 12.0])] * 9)
+    assert cost["sf_seconds"].tolist() == pytest.approx([np.mean([13.5, 14.5])] * 9)
+    assert cost["ratio"].tolist() == pytest.approx([14.0 / 11.5] * 9, abs=1e-6)
     assert set(cost["extra_parameters_percent"]) == {3.0}
     snli = pd.read_csv(out / "table5.csv")
     for variant in ("baseline", "sf"):
@@ -276,9 +330,11 @@ def test_tables_3_to_8_hold_the_runs_numbers(tree):
             row = snli[(snli["variant"] == variant) & (snli["split"] == split)].iloc[0]
             assert row["mean_pct"] == pytest.approx(100 * np.mean(values), abs=1e-6)
     encoders = pd.read_csv(out / "table7.csv")
+    encoders = encoders[encoders["statistic"] == "ours"]
     assert list(dict.fromkeys(encoders["method"])) == ["cnn-max", "cnn-cnn", "attention-max"]
     assert set(encoders[encoders["method"] == "cnn-cnn"]["variant"]) == {"sf"}
     ablation = pd.read_csv(out / "table6.csv")
+    ablation = ablation[ablation["statistic"] == "ours"]
     assert list(dict.fromkeys(ablation["method"])) == ["baseline", "cnn-noseg", "random-seg", "chunker-seg", "sf"]
     assert "PerceptronTagger trained here on the synthetic corpus's part-of-speech tags (data/tagger.json)" in \
         (out / "table6.md").read_text()
@@ -381,7 +437,8 @@ def test_other_directories_are_ignored(tree, tmp_path):
 
 def test_paper_values_appear_beside_ours(tree, tmp_path):
     values = tmp_path / "paper.yaml"
-    values.write_text("table1:\n  bert-base-uncased:\n    sf:\n      cola: 61.5\n")
+    values.write_text("table1:\n  split: test\n  columns: {cola: mcc}\n  rows:\n"
+                      "    - {row: B + SF, origin: paper, backbone: bert-base-uncased, method: sf, values: {cola: 61.5}}\n")
     files = build_reports(PARAMS, tree / "runs", tree / "segmented", paper_values=values)
     table = pd.read_csv(io.BytesIO(files["tables/table1.csv"]))
     paper = table[(table["statistic"] == "paper") & (table["method"] == "sf") & (table["column"] == "cola")]
@@ -390,9 +447,14 @@ def test_paper_values_appear_beside_ours(tree, tmp_path):
 
 
 def test_glue_submission_uses_the_best_seed(tree, tmp_path, caplog):
+    import shutil
+
     out_zip = tmp_path / "sub.zip"
+    some = tmp_path / "glue/tiny"
+    for task in ("cola", "mrpc", "mnli", "stsb"):
+        shutil.copytree(tree / "runs/glue/tiny" / task, some / task)
     with caplog.at_level(logging.WARNING, logger="spanft"):
-        used = glue_submission(tree / "runs/glue/tiny", "sf", out_zip)
+        used = glue_submission(some, "sf", out_zip)
     with zipfile.ZipFile(out_zip) as archive:
         names = sorted(archive.namelist())
         assert names == ["AX.tsv", "CoLA.tsv", "MNLI-m.tsv", "MNLI-mm.tsv", "MRPC.tsv", "STS-B.tsv"]
@@ -404,7 +466,7 @@ def test_glue_submission_uses_the_best_seed(tree, tmp_path, caplog):
             for i, p in zip(predictions["idx"], predictions["pred"]))
         assert archive.read("CoLA.tsv").decode() == expected
         mnli_seed = best_seed(tree, "glue", "mnli", "sf")
-        assert used["AX"] == tree / f"runs/glue/tiny/mnli/sf/seed{mnli_seed}/predictions/ax.tsv"
+        assert used["AX"] == some / f"mnli/sf/seed{mnli_seed}/predictions/ax.tsv"
     assert "SST-2" in caplog.text and "QQP" in caplog.text  # the missing leaderboard files are listed
 
 
@@ -463,6 +525,7 @@ def test_paper_backbone_names_and_skipped_mcnemar_tasks(tree):
     params = copy.deepcopy(PARAMS)
     params["chunker"]["tagger"] = ""  # the paper profile: NLTK's pretrained tagger
     del params["reports"]["paper_names"]
+    params["studies"]["glue"]["tasks"] = ["cola", "mrpc", "mnli", "stsb"]
     params["backbones"] = {"tiny": {"source": "hub", "hub_id": "google-bert/bert-base-uncased"}}
     files = build_reports(params, tree / "runs", tree / "segmented")
     table2 = files["tables/table2.md"].decode()
@@ -482,3 +545,211 @@ def test_a_study_left_out_of_params_gives_a_note_not_an_error(tree):
     assert files["plots/dictsize_score.csv"].decode() == "backbone,task,method,dict_size,score\n"
     assert "ner" not in json.loads(files["metrics.json"])
     assert files["figures/figure4.png"][:4] == b"\x89PNG"
+
+
+# ------------------------------------------------------------------------------------------- the paper beside ours
+
+
+def _paper_yaml() -> dict:
+    from importlib import resources
+
+    import yaml
+
+    return yaml.safe_load(resources.files("spanft.report").joinpath("paper_values.yaml").read_text(encoding="utf-8"))
+
+
+def _paper_row(table: str, backbone: str | None, method: str) -> dict:
+    return next(row for row in _paper_yaml()[table]["rows"]
+                if row.get("backbone") == backbone and row.get("method") == method)["values"]
+
+
+def _seed_mean(tree: Path, study: str, backbone: str, task: str, variant: str, split: str, metric: str) -> float:
+    return float(np.mean([read_metrics(tree, study, backbone, task, variant, s)["metrics"][split][metric]
+                          for s in SEEDS]))
+
+
+def _judge_by_hand(low: float, high: float, paper: float) -> str:
+    if low <= 0 <= high or high < 0:
+        return "not reproduced"
+    return "larger than published" if low > paper else "smaller than published" if high < paper else "reproduced"
+
+
+def test_table1_paper_rows_are_labelled_test_and_never_differenced(tree):
+    markdown = (tree / "out/tables/table1.md").read_text()
+    frame = pd.read_csv(tree / "out/tables/table1.csv")
+    paper = frame[frame["statistic"] == "paper"]
+    assert set(paper["split"]) == {"test"}
+    for method in ("baseline", "sf"):
+        values = _paper_row("table1", "bert-base-uncased", method)
+        for column in ("cola", "mnli-mm", "qqp"):
+            cell = paper[(paper["method"] == method) & (paper["column"] == column)]
+            assert cell["mean_pct"].tolist() == [values[column]]
+    assert "ours − paper" not in markdown and "gap" not in markdown.lower()
+    assert "80.4 (its columns: 80.6)" in markdown  # the printed average beside what its columns give
+    assert "BERT-base + SF: printed Avg 80.4, but its nine columns average 80.57" in markdown
+    assert "The paper's Table 1 as printed — GLUE test sets. Split: GLUE test (leaderboard)" in markdown
+    assert "| BERT-1seq (SpanBERT's baseline) | literature" in markdown
+
+
+def test_gain_rows_are_the_mean_seed_differences_and_the_verdict_follows_the_rule(tree):
+    frame = pd.read_csv(tree / "out/tables/table1.csv")
+    gains = frame[frame["statistic"] == "gain"].set_index("column")
+    column_gains = {}
+    for column, task, split, metric in NINE:
+        expected = 100 * (_seed_mean(tree, "glue", "tiny", task, "sf", split, metric)
+                          - _seed_mean(tree, "glue", "tiny", task, "baseline", split, metric))
+        column_gains[column] = expected
+        assert gains.loc[column, "gain_pct"] == pytest.approx(expected, abs=1e-4)  # STS-B: TSV floats keep 6 digits
+        assert gains.loc[column, "ci_low_pct"] <= gains.loc[column, "ci_high_pct"]
+    rule = gains.loc["avg-paper-rule"]
+    assert rule["gain_pct"] == pytest.approx(np.mean(list(column_gains.values())), abs=1e-4)
+    verdicts = pd.read_csv(tree / "out/tables/verdicts.csv")
+    verdict = verdicts[verdicts["table"] == 1].iloc[0]
+    assert (verdict["gain_pct"], verdict["ci_low_pct"], verdict["ci_high_pct"]) == \
+        pytest.approx((rule["gain_pct"], rule["ci_low_pct"], rule["ci_high_pct"]))
+    base, sf = _paper_row("table1", "bert-base-uncased", "baseline"), _paper_row("table1", "bert-base-uncased", "sf")
+    paper_gain = np.mean([sf[c] - base[c] for c, *_ in NINE])  # 11.4 / 9: the columns' gain, not the printed 1.1
+    assert verdict["paper_gain_pct"] == pytest.approx(paper_gain)
+    assert verdict["verdict"] == _judge_by_hand(verdict["ci_low_pct"], verdict["ci_high_pct"], paper_gain)
+    line = next(line for line in (tree / "out/tables/table1.md").read_text().splitlines() if line.startswith("- **"))
+    assert f"**{verdict['verdict']}**" in line and "the paper's rule" in line and "paper (test, BERT-base rows" in line
+    assert f"{verdict['gain_pct']:+.1f} pp" in line and "the paper prints a gain of 1.1" in line
+
+
+def test_the_reported_interval_is_the_documented_bootstrap(tree):
+    import zlib
+
+    from spanft.report.bootstrap import paired_bootstrap
+
+    task = get_task("mrpc")
+    preds = {}
+    for variant in ("baseline", "sf"):
+        preds[variant] = []
+        for seed in SEEDS:
+            frame = pd.read_csv(tree / f"runs/glue/tiny/mrpc/{variant}/seed{seed}/predictions/validation.tsv",
+                                sep="\t", dtype=str, keep_default_na=False)
+            frame = frame.assign(idx=frame["idx"].astype(int)).sort_values("idx")  # the runs' example order
+            gold = [task.label_id(g) for g in frame["gold"]]
+            preds[variant].append([task.label_id(p) for p in frame["pred"]])
+    bootstrap = PARAMS["reports"]["bootstrap"]
+    result = paired_bootstrap(task, "f1", gold, preds["baseline"], preds["sf"], bootstrap["resamples"],
+                              [bootstrap["seed"], zlib.crc32(b"mrpc/validation")])
+    row = pd.read_csv(tree / "out/tables/table1.csv").query("statistic == 'gain' and column == 'mrpc'").iloc[0]
+    assert (row["ci_low_pct"], row["ci_high_pct"], row["p_value"]) == \
+        pytest.approx((100 * result.low, 100 * result.high, result.p_value), abs=1e-6)
+
+
+def test_table2_pairs_each_seed_and_pools_them_in_the_bootstrap(tree):
+    table = pd.read_csv(tree / "out/tables/table2.csv")
+    for task in ("cola", "qqp"):
+        split = get_task(task).selection_split
+        for seed in SEEDS:
+            frames = [pd.read_csv(tree / f"runs/glue/tiny/{task}/{v}/seed{seed}/predictions/{split}.tsv", sep="\t",
+                                  dtype=str, keep_default_na=False).set_index("idx") for v in ("baseline", "sf")]
+            a = (frames[0]["pred"] == frames[0]["gold"]).to_numpy()
+            b = (frames[1]["pred"] == frames[1]["gold"]).to_numpy()
+            row = table[(table["task"] == task) & (table["comparison"] == f"seed {seed}")].iloc[0]
+            assert (row["only_a_correct"], row["only_b_correct"]) == (np.sum(a & ~b), np.sum(~a & b))
+        pooled = table[(table["task"] == task) & (table["comparison"] == "bootstrap (all seeds)")].iloc[0]
+        metric = get_task(task).main_metric
+        expected = 100 * (_seed_mean(tree, "glue", "tiny", task, "sf", split, metric)
+                          - _seed_mean(tree, "glue", "tiny", task, "baseline", split, metric))
+        assert pooled["gain_pct"] == pytest.approx(expected, abs=1e-6)
+    markdown = (tree / "out/tables/table2.md").read_text()
+    assert "s1 " in markdown and "s2 " in markdown and "p (paper, best runs)" in markdown
+    best_p = table[(table["comparison"] == "best runs") & (table["task"] == "cola")].iloc[0]["paper_p_value"]
+    assert best_p == _paper_row("table2", "bert-base-uncased", "sf")["cola"]
+
+
+def test_table4_follows_the_papers_metric_for_qqp(tree):
+    frame = pd.read_csv(tree / "out/tables/table4.csv")
+    ours = frame[(frame["statistic"] == "ours") & (frame["column"] == "qqp")]
+    assert set(ours["metric"]) == {"accuracy"}
+    for variant in ("baseline", "sf"):
+        row = ours[ours["method"] == variant].iloc[0]
+        assert row["mean_pct"] == pytest.approx(
+            100 * _seed_mean(tree, "backbones", "tiny-bpe", "qqp", variant, "validation", "accuracy"), abs=1e-6)
+        assert row["mean_pct"] != pytest.approx(
+            100 * _seed_mean(tree, "backbones", "tiny-bpe", "qqp", variant, "validation", "f1"), abs=1e-3)
+    assert "QQP (Acc)" in (tree / "out/tables/table4.md").read_text()
+    assert "Table 4's QQP column is accuracy; Table 1's is F1" in (tree / "out/tables/table4.md").read_text()
+
+
+def test_dev_test_tables_show_ours_minus_paper_on_matching_splits(tree):
+    markdown = (tree / "out/tables/table8.md").read_text()
+    paper = _paper_row("table8", "bert-base-uncased", "sf")
+    task = get_task("conll2003")
+    dev = 100 * _seed_mean(tree, "ner", "tiny", "conll2003", "sf", "validation", "f1")
+    row = next(line for line in markdown.splitlines() if line.startswith("| tiny (for bert-base-uncased) | +SF "))
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert cells[3:5] == [f"{paper['dev']:.1f}", f"{dev - paper['dev']:+.1f}"]
+    assert cells[6] == f"{paper['test']:.1f}"
+    assert "the paper's dev and test rows may be swapped" in markdown
+    assert task.eval_splits[0] == "validation"
+    table5 = (tree / "out/tables/table5.md").read_text()
+    assert "| +SF " in table5 and "the paper has none for bert-base-uncased" in table5  # stand-in rows named
+    verdicts = pd.read_csv(tree / "out/tables/verdicts.csv")
+    snli = verdicts[verdicts["table"] == 5].iloc[0]
+    wwm = {m: _paper_row("table5", "bert-large-uncased-whole-word-masking", m)["dev"] for m in ("baseline", "sf")}
+    assert snli["paper_gain_pct"] == pytest.approx(wwm["sf"] - wwm["baseline"])
+    encoders = verdicts[verdicts["table"] == 7]
+    assert list(encoders["comparison"]) == ["CNN-CNN − CNN-Max", "CNN-CNN − Attention-Max"]
+
+
+def test_index_opens_with_inputs_verdicts_and_flagged_runs(tree):
+    index = (tree / "out/index.md").read_text()
+    summary = index[:index.index("# Reports")]
+    assert summary.startswith("Profile: embedded")
+    assert "- Backbones: tiny: source build, id_or_path data/backbones/tiny, digest 0123456789ab…" in summary
+    assert "not recorded" in summary  # the other studies' runs carry no inputs block
+    assert "cola: source synthetic, digest cola-digest" in summary
+    verdicts = pd.read_csv(tree / "out/tables/verdicts.csv")
+    for number in range(1, 9):
+        assert f"- Table {number}, **" in summary
+    assert len([line for line in summary.splitlines() if line.startswith("- Table ")]) == len(verdicts)
+    assert ("glue/tiny/qqp/baseline/seed2 validation: f1 " in index
+            and "constant predictor: class 'duplicate' for every example" in index)
+
+
+def test_flagged_runs_are_exactly_the_runs_no_better_than_a_constant(tree):
+    """Hand check over the glue study: a flagged run scores at most the best constant, or predicts one class."""
+    index = (tree / "out/index.md").read_text()
+    listed = {line[2:].split(" ")[0] for line in index.splitlines() if line.startswith("- glue/")}
+    expected = set()
+    for task_name in GLUE_TASKS:
+        task = get_task(task_name)
+        for variant in ("baseline", "sf"):
+            for seed in SEEDS:
+                for split in task.eval_splits:
+                    frame = pd.read_csv(tree / f"runs/glue/tiny/{task_name}/{variant}/seed{seed}/predictions/{split}.tsv",
+                                        sep="\t", dtype=str, keep_default_na=False)
+                    score = read_metrics(tree, "glue", "tiny", task_name, variant, seed)["metrics"][split][task.main_metric]
+                    if task.is_regression:
+                        trivial, one_class = 0.0, frame["pred"].nunique() == 1
+                    else:
+                        gold = [task.label_id(g) for g in frame["gold"]]
+                        trivial = max(compute_metrics(task, [k] * len(gold), gold)[task.main_metric]
+                                      for k in range(task.num_labels))
+                        one_class = frame["pred"].nunique() == 1
+                    if score <= trivial + 1e-9 or one_class:
+                        expected.add(f"glue/tiny/{task_name}/{variant}/seed{seed}")
+    assert "glue/tiny/qqp/baseline/seed2" in expected
+    assert listed == expected
+
+
+def test_bootstrap_params_are_checked():
+    from spanft.params.load import load_params
+    from spanft.params.schema import check_params
+
+    root = Path(__file__).resolve().parents[1]
+    tree = load_params(root / "params.yaml")
+    tree["reports"]["bootstrap"]["resamples"] = 0
+    with pytest.raises(SpanftError, match="reports.bootstrap.resamples must be (a positive|at least 1)"):
+        check_params(tree)
+    del tree["reports"]["bootstrap"]
+    with pytest.raises(SpanftError, match="missing key reports.bootstrap"):
+        check_params(tree)
+    params = copy.deepcopy(PARAMS)
+    params["reports"]["bootstrap"] = {"resamples": "many", "seed": 0}
+    with pytest.raises(SpanftError, match="reports.bootstrap.resamples must be an integer"):
+        build_reports(params, Path("/nonexistent"), Path("/nonexistent"))

@@ -10,6 +10,7 @@ from scipy.stats import binom, chi2
 
 from spanft.errors import SpanftError
 from spanft.report.stats import (
+    aligned_predictions,
     mcnemar_files,
     mcnemar_from_correct,
     mcnemar_test,
@@ -138,3 +139,15 @@ def test_property_matches_hand_computation(pairs):
     swapped = mcnemar_from_correct(b, a)
     assert swapped.p_value == pytest.approx(result.p_value)
     assert 0.0 <= result.p_value <= 1.0
+
+
+def test_aligned_predictions_pair_several_files_by_idx(tmp_path):
+    gold = {0: "a", 1: "b", 2: "a"}
+    files = [write_tsv(tmp_path / f"{n}.tsv", [(i, gold[i], f"{n}{i}") for i in order])
+             for n, order in (("x", (0, 1, 2)), ("y", (2, 0, 1)), ("z", (1, 2, 0)))]
+    aligned_gold, predictions = aligned_predictions(files)
+    assert list(aligned_gold) == ["a", "b", "a"]
+    assert [list(p) for p in predictions] == [["x0", "x1", "x2"], ["y0", "y1", "y2"], ["z0", "z1", "z2"]]
+    odd = write_tsv(tmp_path / "odd.tsv", [(0, "a", "a"), (1, "a", "b"), (2, "a", "a")])
+    with pytest.raises(SpanftError, match="gold labels differ at idx 1"):
+        aligned_predictions([*files, odd])

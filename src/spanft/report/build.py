@@ -2,10 +2,12 @@
 
 ``spanft report`` writes, under ``--out`` (``reports/``):
 
-- ``tables/table{1..8}.{md,csv,tex}`` (:mod:`spanft.report_tables`),
-- ``figures/figure2.md``, ``figures/figure{3,4}.{png,pdf}`` (:mod:`spanft.report_figures`),
+- ``tables/table{1..8}.{md,csv,tex}`` (:mod:`spanft.report.tables`), ``tables/verdicts.csv`` (every verdict
+  line as data) and ``tables/paper_values.csv`` (every number the paper prints, :mod:`spanft.report.paper`),
+- ``figures/figure2.md``, ``figures/figure{3,4}.{png,pdf}`` (:mod:`spanft.report.figures`),
 - ``metrics.json`` (DVC metrics: headline dev scores), ``plots/spans_per_sentence.csv``,
-  ``plots/dictsize_score.csv`` (DVC plots), and ``index.md`` listing them, written last.
+  ``plots/dictsize_score.csv`` (DVC plots), and ``index.md``, written last: a one-screen summary (inputs,
+  verdicts, runs no better than a constant predictor, :mod:`spanft.report.summary`), then every file.
 
 Everything is computed before anything is written, each file is written atomically, and ``index.md`` is
 removed first and written last, so an interrupted report never looks complete. Outputs are byte-identical
@@ -48,18 +50,24 @@ def build_reports(params: dict, runs_dir: Path, segmented_dir: Path, *, params_n
                   paper_values: str | Path | None = None) -> dict[str, bytes]:
     """Every report file's bytes by relative path, ``index.md`` last (nothing is written)."""
     from spanft.report import figures
+    from spanft.report.paper import Paper, tidy_values
     from spanft.report.runs import Params
-    from spanft.report.tables import PaperValues, TableBuilder
+    from spanft.report.tables import TableBuilder
+    from spanft.report.trivial import check_runs
 
     checked = Params(params, params_name)
     profile = checked.profile
-    builder = TableBuilder(checked, runs_dir, segmented_dir, PaperValues(paper_values))
+    paper = Paper.load(paper_values)
+    builder = TableBuilder(checked, runs_dir, segmented_dir, paper)
     files: dict[str, bytes] = {}
-    for table in builder.all_tables():
+    tables = builder.all_tables()
+    for table in tables:
         stem = f"tables/table{table.number}"
         files[f"{stem}.md"] = table.markdown(profile).encode()
         files[f"{stem}.csv"] = table.csv(profile).encode()
         files[f"{stem}.tex"] = table.latex(profile).encode()
+    files["tables/verdicts.csv"] = _csv([v.record() for t in tables for v in t.verdicts], profile).encode()
+    files["tables/paper_values.csv"] = figures.csv_text(tidy_values(paper)).encode()
     files["figures/figure2.md"] = figures.figure2_markdown(checked, segmented_dir).encode()
     spans = figures.spans_per_sentence(checked, segmented_dir)
     scores = figures.dictsize_scores(checked, runs_dir)
@@ -69,8 +77,35 @@ def build_reports(params: dict, runs_dir: Path, segmented_dir: Path, *, params_n
     files["plots/spans_per_sentence.csv"] = figures.csv_text(spans).encode()
     files["plots/dictsize_score.csv"] = figures.csv_text(scores).encode()
     files["metrics.json"] = (json.dumps(headline_metrics(builder), indent=2, sort_keys=True) + "\n").encode()
-    files["index.md"] = index_markdown(profile, list(files)).encode()
+    _read_dictsize_runs(builder)  # Figure 4's runs are checked against constant predictors too
+    checks = check_runs(builder.all_runs())
+    files["index.md"] = index_markdown(profile, list(files), tables, builder.all_runs(), checks).encode()
     return files
+
+
+def _read_dictsize_runs(builder) -> None:
+    params = builder.params
+    if not params.has_study("dictsize"):
+        return
+    seeds = params.seeds("dictsize")
+    for backbone in params.backbones("dictsize"):
+        for task in params.study_tasks("dictsize"):
+            for method in params.list_of("studies.dictsize.methods"):
+                for size in params.list_of("dict_sizes", int):
+                    builder.runs("dictsize", backbone, task, f"{method}-{size}", seeds)
+
+
+def _csv(records: list[dict], profile: str) -> str:
+    import pandas as pd
+
+    from spanft.report.figures import csv_text
+
+    frame = pd.DataFrame(records)
+    frame.insert(0, "profile", profile)
+    for column in ("table", "n_seeds", "resamples"):
+        if column in frame.columns:
+            frame[column] = frame[column].astype("Int64")
+    return csv_text(frame)
 
 
 def _write_all(out_dir: Path, files: dict[str, bytes]) -> None:
@@ -130,7 +165,7 @@ def _pair(baseline: float, sf: float) -> dict[str, float | None]:
 
 _DESCRIPTIONS = {
     "table1": "GLUE dev, baseline and +SF per backbone (mean ± sd, best run)",
-    "table2": "McNemar p-values, best baseline vs best +SF run, dev sets",
+    "table2": "significance: McNemar of the best runs (the paper's) and per seed, pooled-seed paired bootstrap",
     "table3": "cost: fine-tuning seconds, device, extra parameters",
     "table4": "backbones study (paper: SpanBERT, RoBERTa), mean ± sd",
     "table5": "SNLI dev/test accuracy",
@@ -143,18 +178,23 @@ _DESCRIPTIONS = {
     "spans_per_sentence": "Figure 3's data (DVC plot)",
     "dictsize_score": "Figure 4's data (DVC plot; score = dev main metric x 100)",
     "metrics": "DVC metrics: mean dev main metric of baseline and sf, their difference, GLUE averages",
+    "verdicts": "every verdict line as data: our gain, its 95% interval and p, the paper's gain, the word",
+    "paper_values": "every number the paper prints, with its table, row, origin, column, metric and split",
 }
 
 
-def index_markdown(profile: str, paths: list[str]) -> str:
+def index_markdown(profile: str, paths: list[str], tables: list = (), runs: list = (), checks: list = ()) -> str:
+    """The summary (profile, inputs, verdicts, flagged runs), then every report file."""
+    from spanft.report.summary import flagged_lines, summary_lines
     from spanft.report.tables import profile_line
 
-    lines = [profile_line(profile), "", "# Reports", ""]
+    lines = [profile_line(profile), "", *summary_lines(list(runs), list(tables), list(checks)),
+             "# Reports", ""]
     for path in sorted(paths):
         stem = Path(path).stem
         lines.append(f"- [{path}]({path}): {_DESCRIPTIONS.get(stem, '')}".rstrip(": "))
     lines += ["", "Every file is byte-identical for identical runs and segmented data, except Table 3's "
-              "measured seconds.", ""]
+              "measured seconds.", "", *flagged_lines(list(checks))]
     return "\n".join(lines)
 
 
@@ -230,7 +270,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--runs", default="data/runs", help="runs root: <study>/<backbone>/<task>/<variant>/seed<N>/")
     p.add_argument("--segmented", default="data/segmented", help="segmented data root (ngram/, random/, chunker/, sweep/)")
     p.add_argument("--out", default="reports", help="report directory to write")
-    p.add_argument("--paper-values", default=None, help="published numbers YAML (default: spanft/paper_values.yaml)")
+    p.add_argument("--paper-values", default=None, help="published numbers YAML (default: spanft/report/paper_values.yaml)")
     p.set_defaults(run=cli_report)
     g = sub.add_parser("glue-submission", help="zip GLUE leaderboard files from one backbone's best runs")
     g.add_argument("--runs", required=True, help="one backbone's glue runs: data/runs/glue/<backbone>")

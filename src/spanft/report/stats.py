@@ -105,17 +105,31 @@ def mcnemar_files(path_a: str | Path, path_b: str | Path) -> McNemarResult:
 
     The idx sets and the gold labels must agree, and every row must carry a gold label.
     """
-    a = read_prediction_table(path_a).set_index("idx").sort_index()
-    b = read_prediction_table(path_b).set_index("idx").sort_index()
-    if not a.index.equals(b.index):
-        only_a = sorted(set(a.index) - set(b.index))[:3]
-        only_b = sorted(set(b.index) - set(a.index))[:3]
-        raise SpanftError(f"{path_a} and {path_b}: idx sets differ (only in the first: {only_a}, "
-                          f"only in the second: {only_b})")
-    differing = a.index[a["gold"] != b["gold"]]
-    if len(differing):
-        raise SpanftError(f"{path_a} and {path_b}: gold labels differ at idx {int(differing[0])}")
-    unlabeled = a.index[a["gold"] == ""]
+    gold, (pred_a, pred_b) = aligned_predictions([path_a, path_b])
+    return mcnemar_test(gold, pred_a, pred_b)
+
+
+def aligned_predictions(paths: Sequence[str | Path]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """Gold labels and each file's predictions (strings), in idx order, from predictions TSVs of one split.
+
+    Every file must hold the same idx set and gold labels as the first, and every row a gold label.
+    """
+    if not paths:
+        raise SpanftError("no predictions files to pair")
+    first = read_prediction_table(paths[0]).set_index("idx").sort_index()
+    unlabeled = first.index[first["gold"] == ""]
     if len(unlabeled):
-        raise SpanftError(f"{path_a}: idx {int(unlabeled[0])} has no gold label (an unlabeled split)")
-    return mcnemar_test(a["gold"].to_numpy(), a["pred"].to_numpy(), b["pred"].to_numpy())
+        raise SpanftError(f"{paths[0]}: idx {int(unlabeled[0])} has no gold label (an unlabeled split)")
+    predictions = []
+    for path in paths:
+        frame = read_prediction_table(path).set_index("idx").sort_index()
+        if not first.index.equals(frame.index):
+            only_a = sorted(set(first.index) - set(frame.index))[:3]
+            only_b = sorted(set(frame.index) - set(first.index))[:3]
+            raise SpanftError(f"{paths[0]} and {path}: idx sets differ (only in the first: {only_a}, "
+                              f"only in the second: {only_b})")
+        differing = first.index[first["gold"] != frame["gold"]]
+        if len(differing):
+            raise SpanftError(f"{paths[0]} and {path}: gold labels differ at idx {int(differing[0])}")
+        predictions.append(frame["pred"].to_numpy())
+    return first["gold"].to_numpy(), predictions
