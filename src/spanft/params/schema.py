@@ -75,14 +75,9 @@ SCHEMA: dict[str, Any] = {
         "ner": {"backbones": _STRS, "seeds": _INTS},
         "dictsize": {"backbones": _STRS, "tasks": _STRS, "seeds": _INTS, "methods": _STRS},
     },
-<<<<<<< HEAD
     "reports": {"paper_names": {"*": _STR}, "mcnemar_tasks": _STRS,
-                "figure2": {"tasks": _STRS, "examples": _INT}},
-=======
-    "reports": {"paper_names": {"*": _STR}, "mcnemar_tasks": _LIST,
                 "bootstrap": {"resamples": _INT, "seed": _INT},
-                "figure2": {"tasks": _LIST, "examples": _INT}},
->>>>>>> paper
+                "figure2": {"tasks": _STRS, "examples": _INT}},
 }
 
 
@@ -186,8 +181,10 @@ def _check_values(tree: dict, path) -> None:
 
 # counts and sizes that must be at least 1 (dict_size has its own message above)
 _AT_LEAST_ONE = ("corpus.tokens", "corpus.tagged_sentences", "ngrams.min_count", "data.synthetic.train_size",
-                 "data.synthetic.eval_size", "data.synthetic.test_size", "reports.figure2.examples")
-_SEEDS = ("corpus.seed", "data.synthetic.seed", "segmentation.random_seed")
+                 "data.synthetic.eval_size", "data.synthetic.test_size", "reports.figure2.examples",
+                 "reports.bootstrap.resamples")
+_SEEDS = ("corpus.seed", "data.synthetic.seed", "segmentation.random_seed",
+          "reports.bootstrap.seed")
 SEED_LIMIT = 2**32  # numpy and torch seeds: 0 .. 2**32 - 1
 
 
@@ -198,7 +195,6 @@ def _check_counts(tree: dict, path) -> None:
     sizes = tree["dict_sizes"]
     if not sizes or any(not isinstance(s, int) or isinstance(s, bool) or s <= 0 for s in sizes):
         raise SpanftError(f"{path}: dict_sizes must be a non-empty list of positive integers, found {sizes!r}")
-<<<<<<< HEAD
 
 
 def _check_ngrams(ngrams: dict, path) -> None:
@@ -264,24 +260,6 @@ def _check_backbone(name: str, spec: dict, path) -> None:
     for key in ("mlm_steps", "vocab_lines"):  # 0: no MLM pre-training / every corpus line
         if key in spec and spec[key] < 0:
             raise SpanftError(f"{path}: backbones.{name}.{key} must be at least 0, found {spec[key]!r}")
-=======
-    if tree["reports"]["bootstrap"]["resamples"] < 1:
-        raise SpanftError(f"{path}: reports.bootstrap.resamples must be a positive number of resamples, found "
-                          f"{tree['reports']['bootstrap']['resamples']}")
-    ngrams = tree["ngrams"]
-    if not 1 <= ngrams["min_n"] <= ngrams["max_n"]:
-        raise SpanftError(f"{path}: ngrams.min_n and ngrams.max_n must satisfy 1 <= min_n <= max_n")
-    for name, block in tree["hparams"].items():
-        for key in ("epochs", "lr", "batch_size", "max_seq_len"):
-            if key in block and not block[key] > 0:
-                raise SpanftError(f"{path}: hparams.{name}.{key} must be positive, found {block[key]!r}")
-    for name, spec in tree["backbones"].items():
-        if spec.get("source") not in ("build", "hub", "local"):
-            raise SpanftError(f"{path}: backbones.{name}.source must be build, hub or local, found {spec.get('source')!r}")
-        needed = {"hub": "hub_id", "local": "path"}.get(spec["source"])
-        if needed and not spec.get(needed):
-            raise SpanftError(f"{path}: backbones.{name}: source {spec['source']} needs {needed}")
->>>>>>> paper
 
 
 def _check_references(tree: dict, path) -> None:
