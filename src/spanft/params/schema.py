@@ -1,15 +1,13 @@
-"""``params.yaml``: its schema, the profile switch, and the check every ``spanft`` command run by DVC makes.
+"""``params.yaml``: its schema, and the check every pipeline stage makes before it reads its block.
 
 DVC silently ignores a key no stage reads, so a typo (``dict_sise: 100000``) would leave the default in force
 without a word. :func:`check_params` rejects unknown keys (suggesting the closest known one), wrong types and
-dangling references (a study naming a backbone or task that is not defined). ``spanft`` runs it before any
-command that DVC starts (DVC sets ``DVC_STAGE`` and ``DVC_ROOT`` in a stage's environment), and
-``spanft check-params`` runs it by hand.
+dangling references (a study naming a backbone or task that is not defined). Every ``pipeline/`` stage script
+runs it once (:func:`spanft.params.stage.stage_params`), and ``spanft check-params`` runs it by hand.
 """
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import logging
 from pathlib import Path
@@ -17,9 +15,10 @@ from typing import Any
 
 from spanft.errors import SpanftError
 
-log = logging.getLogger("spanft")
 from spanft.params.hparams import HPARAM_TYPES
 from spanft.params.load import load_params
+
+log = logging.getLogger("spanft")
 
 _INT, _FLOAT, _STR, _BOOL = int, float, str, bool
 
@@ -33,10 +32,11 @@ SEGMENTATION_METHODS = ("ngram", "random")
 _HPARAMS = HPARAM_TYPES  # one definition: what `finetune --hparams` accepts
 
 
-_BUILD = {"source": _STR, "tokenizer": _STR, "lowercase": _BOOL, "vocab_size": _INT, "hidden": _INT,
-          "layers": _INT, "heads": _INT, "intermediate": _INT, "max_len": _INT, "mlm_steps": _INT,
-          "mlm_batch_size": _INT, "vocab_lines": _INT, "seed": _INT, "hub_id": _STR, "revision": _STR,
-          "path": _STR}
+_BUILD = {"tokenizer": _STR, "lowercase": _BOOL, "vocab_size": _INT, "hidden": _INT, "layers": _INT, "heads": _INT,
+          "intermediate": _INT, "max_len": _INT, "mlm_steps": _INT, "mlm_batch_size": _INT, "vocab_lines": _INT,
+          "seed": _INT}
+_HUB = {"hub_id": _STR, "revision": _STR, "seed": _INT}
+_LOCAL = {"path": _STR}
 
 
 _LIST = list
@@ -56,7 +56,7 @@ SCHEMA: dict[str, Any] = {
     "tasks": _LIST,
     "segmentation": {"random_seed": _INT},
     "chunker": {"tagger": _STR},
-    "backbones": {"*": _BUILD},
+    "backbones": {"build": {"*": _BUILD}, "hub": {"*": _HUB}, "local": {"*": _LOCAL}},
     "hparams": {"*": _HPARAMS},
     "studies": {
         "glue": {"backbones": _LIST, "tasks": _LIST, "seeds": _LIST},
@@ -153,26 +153,27 @@ def _check_values(tree: dict, path) -> None:
         for key in ("epochs", "lr", "batch_size", "max_seq_len"):
             if key in block and not block[key] > 0:
                 raise SpanftError(f"{path}: hparams.{name}.{key} must be positive, found {block[key]!r}")
-    for name, spec in tree["backbones"].items():
-        if spec.get("source") not in ("build", "hub", "local"):
-            raise SpanftError(f"{path}: backbones.{name}.source must be build, hub or local, found {spec.get('source')!r}")
-        needed = {"hub": "hub_id", "local": "path"}.get(spec["source"])
-        if needed and not spec.get(needed):
-            raise SpanftError(f"{path}: backbones.{name}: source {spec['source']} needs {needed}")
+    for source, needed in (("hub", "hub_id"), ("local", "path")):
+        for name, spec in tree["backbones"][source].items():
+            if not (spec or {}).get(needed):
+                raise SpanftError(f"{path}: backbones.{source}.{name} needs {needed}")
 
 
 def _check_references(tree: dict, path) -> None:
     from spanft.data.registry import TASKS
 
+    from spanft.params.backbones import backbone_specs
+
+    backbones = backbone_specs(tree, str(path))
     tasks = tree["tasks"]
     for task in tasks:
         if task not in TASKS:
             raise SpanftError(f"{path}: tasks: unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
     for study, spec in tree["studies"].items():
         for name in spec["backbones"]:
-            if name not in tree["backbones"]:
+            if name not in backbones:
                 raise SpanftError(f"{path}: studies.{study}.backbones: {name!r} is not defined under backbones "
-                                  f"(defined: {', '.join(tree['backbones'])})")
+                                  f"(defined: {', '.join(backbones)})")
         for seed in spec["seeds"]:
             if not isinstance(seed, int) or isinstance(seed, bool):
                 raise SpanftError(f"{path}: studies.{study}.seeds: {seed!r} is not an integer")
@@ -196,9 +197,3 @@ def check_params_file(path: str | Path) -> dict:
     tree = load_params(path)
     check_params(tree, path)
     return tree
-
-
-def cli_check_params(args: argparse.Namespace) -> int:
-    tree = check_params_file(args.file)
-    print(f"{args.file}: ok (profile {tree['profile']})")
-    return 0
