@@ -9,7 +9,7 @@ import sys
 
 from spanft.model.backbone import write_backbone
 from spanft.params.backbones import backbone_spec
-from spanft.params.stage import run_stage
+from spanft.params.stage import PARAMS_FILE, run_stage
 
 
 def main() -> int:
@@ -20,7 +20,7 @@ def main() -> int:
     args = parser.parse_args()
 
     def make(params: dict) -> None:
-        source, spec = backbone_spec(params, args.name)
+        source, spec = backbone_spec(params, args.name, PARAMS_FILE)
         print(write_backbone(args.name, source, spec, args.out, args.corpus))
 
     return run_stage(make)

@@ -10,7 +10,7 @@ import os
 import sys
 
 from spanft.params.hparams import hparams_block
-from spanft.params.stage import run_stage
+from spanft.params.stage import PARAMS_FILE, run_stage
 from spanft.params.studies import find_run
 from spanft.train.finetune import run_finetune, summary_line
 from spanft.train.options import FinetuneOptions
@@ -24,10 +24,11 @@ def main() -> int:
     args = parser.parse_args()
 
     def finetune(params: dict) -> None:
-        run = find_run(params, args.study, args.backbone, args.task, args.variant, args.seed)
+        run = find_run(params, args.study, args.backbone, args.task, args.variant, args.seed, PARAMS_FILE)
+        hparams = hparams_block(params, f"hparams.{run.task}", PARAMS_FILE)
         options = FinetuneOptions(task=run.task, backbone=run.backbone_dir, variant=run.finetune_variant,
                                   data=run.data, out=run.out, seed=run.seed, checkpoint_dir=run.checkpoint_dir,
-                                  encoder=run.encoder, head=run.head, **hparams_block(params, f"hparams.{run.task}"))
+                                  encoder=run.encoder, head=run.head, **hparams)
         summary = run_finetune(options)
         if os.environ.get("RANK", "0") == "0":  # torchrun and accelerate launch number the processes in RANK
             print(summary_line(summary))

@@ -176,3 +176,46 @@ def test_paths_outside_the_workspace_are_deps(tmp_path):
     assert str(outside / "model") in stages["copy_backbone@mine"]["deps"]
     readers = {name for name, stage in stages.items() if any(dep.startswith(str(outside)) for dep in stage["deps"])}
     assert readers == {"corpus", "copy_backbone@mine", *(f"prepare_task@{task}" for task in params["tasks"])}
+
+
+# ------------------------------------------------------------------------------------------- studies
+
+
+def _params_of(stages: dict[str, dict]) -> dict:
+    return profile("paper") if "fetch_backbone@bert-base" in stages else yaml.safe_load(
+        (ROOT / "params.yaml").read_text(encoding="utf-8"))
+
+
+def test_fine_tuning_stages_are_exactly_the_planned_runs(stages):
+    from spanft.params.studies import planned_runs
+
+    params = _params_of(stages)
+    planned = {run.key(): run for run in planned_runs(params)}
+    seen = {}
+    for name, stage in stages.items():
+        words = stage["cmd"].split()
+        if words[1] != "pipeline/finetune.py":
+            continue
+        key = (words[2], words[3], words[4], words[5], int(words[6]))
+        assert key in planned and key not in seen, (name, key)
+        run = seen[key] = planned[key]
+        assert stage["outs"] == [run.out], name
+        assert run.data in stage["deps"] and run.backbone_dir in stage["deps"], name
+        assert stage["params"] == [f"hparams.{run.task}"], name
+        assert ("baseline" in name) == (run.data.startswith("data/tasks/")) or run.variant == "cnn-noseg", name
+    assert set(seen) == set(planned)
+
+
+def test_baselines_read_no_dictionary(stages):
+    for name, stage in stages.items():
+        if "baseline@" in name:
+            assert not any(dep.startswith(("data/dicts", "data/segmented")) for dep in stage["deps"]), name
+
+
+def test_submission_zips_every_glue_variant(stages):
+    from spanft.params.studies import study_backbones, study_variants
+
+    params = _params_of(stages)
+    for backbone in study_backbones(params, "glue"):
+        outs = stages[f"submission@{backbone}"]["outs"]
+        assert outs == [f"data/submissions/glue-{backbone}-{variant}.zip" for variant in study_variants(params, "glue")]

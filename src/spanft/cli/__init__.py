@@ -1,4 +1,4 @@
-"""The ``spanft`` command line, for people: each subcommand parses its flags and calls library code.
+"""The spanft command line, for people: each subcommand parses its flags and calls library code.
 
 The DVC graph does not go through here: its stages run ``pipeline/<stage>.py``, which read params.yaml.
 Handlers import the library lazily so that ``spanft count-ngrams`` does not pay for importing torch.

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 from spanft.errors import SpanftError
-
 from spanft.params.load import lookup
 
 log = logging.getLogger("spanft")
