@@ -89,3 +89,18 @@ def test_finetune_stage_refuses_a_run_the_studies_do_not_plan(tmp_path):
     done = run_stage(tmp_path, "finetune.py", "glue", "tiny", "snli", "sf", "1")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == ["spanft: error: params.yaml: studies.glue plans no run tiny/snli/sf/seed1"]
+
+
+def test_run_stage_exit_codes(tmp_path, monkeypatch, capsys):
+    from spanft.errors import SpanftError
+    from spanft.params.stage import run_stage as run
+
+    write_params(tmp_path, embedded())
+    monkeypatch.chdir(tmp_path)
+    assert run(lambda params: ["written", "files"]) == 0  # what a body returns is not an exit code
+
+    def fail(params: dict) -> None:
+        raise SpanftError(f"profile {params['profile']} says no")
+
+    assert run(fail) == 2
+    assert capsys.readouterr().err.strip() == "spanft: error: profile embedded says no"

@@ -22,4 +22,8 @@ def run_stage(body: Callable[[dict], None], quiet: bool = False) -> int:
     """Run a stage script's ``body(params)`` on the checked params: spanft's log format, one-line errors."""
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="spanft: %(message)s",
                         stream=sys.stderr)
-    return run_command(lambda: body(stage_params()))
+
+    def call() -> None:
+        body(stage_params())  # a stage's result is its output files; the exit code is 0 unless it raised
+
+    return run_command(call)
