@@ -14,7 +14,11 @@ import platform
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
+from typing import Iterable
+
+from spanft.text.words import WordTokenizer, has_letter_or_digit
 
 WORK = Path(__file__).resolve().parent / "_work"
 
@@ -47,11 +51,25 @@ def fast_command(path: Path, out: Path, min_count: int, max_n: int, pretokenized
     return command + (["--pretokenized"] if pretokenized else [])
 
 
+def count_ngrams_reference(
+    lines: Iterable[str], tokenizer: WordTokenizer, min_n: int = 2, max_n: int = 5, min_count: int = 10
+) -> list[tuple[str, int]]:
+    """The plain ``collections.Counter`` counter (the benchmark's reference), in canonical order."""
+    counter: Counter[str] = Counter()
+    for line in lines:
+        words = tokenizer.words(line)
+        for n in range(min_n, max_n + 1):
+            for i in range(len(words) - n + 1):
+                gram = words[i : i + n]
+                if all(has_letter_or_digit(w) for w in gram):
+                    counter[" ".join(gram)] += 1
+    kept = [(text, c) for text, c in counter.items() if c >= min_count]
+    return sorted(kept, key=lambda e: (-e[1], e[0]))
+
+
 def reference_main(path: Path, out: Path, min_count: int, max_n: int) -> None:
     """The plain collections.Counter counter, writing the same file format."""
     from spanft.fileio import read_text_lines
-    from spanft.text.ngrams import count_ngrams_reference
-    from spanft.text.words import WordTokenizer
 
     lines = (line for _, line in read_text_lines(path))
     entries = count_ngrams_reference(lines, WordTokenizer(), 2, max_n, min_count)

@@ -14,10 +14,10 @@ Model (every assumption printed with the tables):
 - evaluation (dev each epoch, dev and test prediction at the end) adds ``--eval-fraction`` of the training
   time (default 0.10: forward-only passes cost about a third of a training step per example, and the dev and
   test sets are a few percent of the training passes for MNLI, SST-2, QNLI and SNLI, 15-20% for QQP and RTE);
-- runs per study follow the experiment graph's contract: glue, backbones and ner run baseline and sf; snli runs
-  baseline, sf and one sf run per extra encoder; ablation runs cnn-noseg, random-seg and chunker-seg (its
-  baseline and sf rows come from the glue study); dictsize runs every method x every ``dict_sizes`` entry.
-  Each study is counted as it runs: no run is shared between studies.
+- the runs are the graph's fine-tuning runs, from spanft.params.studies.planned_runs: glue, backbones and ner
+  run baseline and sf; snli runs baseline, sf and one sf run per extra encoder; ablation runs cnn-noseg,
+  random-seg and chunker-seg (its baseline and sf rows come from the glue study); dictsize runs every method
+  x every ``dict_sizes`` entry. Each study is counted as it runs: no run is shared between studies.
 Model loading, data preparation, n-gram counting and segmentation are not counted (CPU work, minutes).
 """
 
@@ -35,6 +35,9 @@ from typing import Any
 import pandas as pd
 import yaml
 
+from spanft.errors import SpanftError
+from spanft.params.studies import planned_runs
+
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "RESULTS.md"
 
@@ -43,8 +46,6 @@ TRAIN_EXAMPLES = {
     "cola": 8551, "sst2": 67349, "mrpc": 3668, "stsb": 5749, "qqp": 363846, "mnli": 392702, "qnli": 104743,
     "rte": 2490, "wnli": 635, "snli": 549367, "conll2003": 14041,
 }
-STUDY_TASK = {"snli": "snli", "ner": "conll2003"}  # studies on one fixed task; the others list theirs
-KNOWN_STUDIES = ("glue", "backbones", "snli", "ablation", "ner", "dictsize")
 REFERENCE_BATCH, REFERENCE_LEN = 32, 128
 
 
@@ -88,39 +89,20 @@ def _key(params: dict, dotted: str, source: str) -> Any:
     return node
 
 
-def study_variants(study: str, block: dict, params: dict, source: str) -> list[str]:
-    """The run variants of one study, as the experiment graph's contract names them."""
-    if study in ("glue", "backbones", "ner"):
-        return ["baseline", "sf"]
-    if study == "snli":
-        return ["baseline", "sf", *(f"sf-{encoder}" for encoder in block.get("encoders", []))]
-    if study == "ablation":
-        return ["cnn-noseg", "random-seg", "chunker-seg"]
-    if study == "dictsize":
-        methods = _key(params, f"studies.{study}.methods", source)
-        return [f"{method}-{size}" for method in methods for size in _key(params, "dict_sizes", source)]
-    raise CostModelError(f"{source}: studies.{study}: unknown study; known: {', '.join(KNOWN_STUDIES)}")
-
-
 def study_runs(params: dict, source: str = "params") -> list[Run]:
     """Every fine-tuning run of every study: backbones x tasks x seeds x variants."""
-    runs = []
-    for study, block in _key(params, "studies", source).items():
-        variants = study_variants(study, block, params, source)
-        tasks = [STUDY_TASK[study]] if study in STUDY_TASK else _key(params, f"studies.{study}.tasks", source)
-        for backbone in _key(params, f"studies.{study}.backbones", source):
-            for task in tasks:
-                for seed in _key(params, f"studies.{study}.seeds", source):
-                    runs.extend(Run(study, backbone, task, variant, seed) for variant in variants)
-    return runs
+    try:
+        return [Run(r.study, r.backbone, r.task, r.variant, r.seed) for r in planned_runs(params, source)]
+    except SpanftError as exc:
+        raise CostModelError(str(exc)) from None
 
 
 # ------------------------------------------------------------------------------------------------ cost
 
 
 def backbone_size(name: str, params: dict) -> str:
-    """``large`` when the backbone's name or hub id says so, else ``base``."""
-    spec = params.get("backbones", {}).get(name) or {}
+    """``large`` when the backbone's name or hub id (``backbones.hub.<name>.hub_id``) says so, else ``base``."""
+    spec = (params.get("backbones", {}).get("hub") or {}).get(name) or {}
     label = f"{name} {spec.get('hub_id', '')}".lower()
     return "large" if "large" in label else "base"
 

@@ -18,17 +18,15 @@ import torch
 from spanft.model.backbone import (
     BPE_SPECIAL_TOKENS,
     BackboneConfig,
-    add_parsers,
     backbone_is_uncased,
-    build_config,
     load_backbone,
     make_backbone,
     mlm_blocks,
 )
 from spanft.model.features import FeatureConfig, encode_split
 
-from spanft import cli
-from spanft.cli import main
+from spanft.cli import build_parser, main
+from spanft.cli.model import backbone_spec
 from spanft.data.registry import get_task
 from spanft.errors import SpanftError
 
@@ -142,11 +140,11 @@ def test_mlm_blocks_cover_the_corpus_in_order(built, corpus):
 
 def test_cli_make_backbone_prints_a_summary(corpus, tmp_path, capsys):
     out = tmp_path / "cli"
-    argv = ["make-backbone", "--corpus", str(corpus), "--out", str(out), "--vocab-size", "300", "--hidden", "32",
+    argv = ["backbone", "cli", "--corpus", str(corpus), "--out", str(out), "--vocab-size", "300", "--hidden", "32",
             "--layers", "1", "--heads", "2", "--intermediate", "64", "--max-len", "64", "--mlm-steps", "0"]
     assert main(argv) == 0
     line = capsys.readouterr().out.strip()
-    assert line.startswith(f"backbone: {out}:") and "0 MLM steps" in line
+    assert line.startswith(f"backbone cli: {out}:") and "0 MLM steps" in line
     assert (out / "config.json").is_file() and (out / "tokenizer.json").is_file()
 
 
@@ -160,7 +158,7 @@ def test_cli_make_backbone_prints_a_summary(corpus, tmp_path, capsys):
 )
 def test_cli_rejects_bad_sizes(corpus, tmp_path, capsys, flags, message):
     out = tmp_path / "bad"
-    assert main(["make-backbone", "--corpus", str(corpus), "--out", str(out), *flags]) == 2
+    assert main(["backbone", "bad", "--corpus", str(corpus), "--out", str(out), *flags]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("spanft: error:") and message in err and "\n" not in err
     assert not out.exists()
@@ -168,11 +166,11 @@ def test_cli_rejects_bad_sizes(corpus, tmp_path, capsys, flags, message):
 
 def test_missing_or_undecodable_corpus_is_one_line_and_leaves_nothing(tmp_path, capsys):
     out = tmp_path / "out"
-    assert main(["make-backbone", "--corpus", str(tmp_path / "none.txt"), "--out", str(out)]) == 2
+    assert main(["backbone", "x", "--corpus", str(tmp_path / "none.txt"), "--out", str(out)]) == 2
     assert "none.txt" in capsys.readouterr().err
     bad = tmp_path / "bad.txt"
     bad.write_bytes(b"fine line\nbroken \xff line\n")
-    assert main(["make-backbone", "--corpus", str(bad), "--out", str(out), "--mlm-steps", "0"]) == 2
+    assert main(["backbone", "x", "--corpus", str(bad), "--out", str(out), "--mlm-steps", "0"]) == 2
     assert f"{bad}:2" in capsys.readouterr().err
     assert not out.exists() and list(tmp_path.iterdir()) == [bad]  # no temporary directory left either
 
@@ -324,35 +322,28 @@ def test_vocabulary_is_the_same_in_fresh_processes(tmp_path):
 
 
 @pytest.fixture
-def backbone_cli(monkeypatch):
-    """``spanft.cli.main`` with this module's parsers (whether or not cli.py registers them yet)."""
-    monkeypatch.setattr(cli, "COMMANDS", [add_parsers])
-    return cli.main
+def backbone_cli():
+    return main
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="spanft")
-    add_parsers(parser.add_subparsers(dest="command", required=True))
-    return parser.parse_args(argv)
+    return build_parser().parse_args(argv)
 
 
 SIZES = {"vocab_size": "300", "hidden": "32", "layers": "1", "heads": "2", "intermediate": "64", "max_len": "64",
          "mlm_steps": "0", "mlm_batch_size": "4", "vocab_lines": "0", "seed": "3"}
 
 
-def test_dvc_dict_unpacked_spelling_parses_like_the_hyphen_one():
-    # What DVC writes for ``${item}`` of {source: build, tokenizer: wordpiece, lowercase: false, vocab_size: ...}
-    underscore = ["backbone", "tiny", "--out", "o", "--corpus", "c", "--source", "build", "--tokenizer",
-                  "wordpiece", "--no-lowercase", *[x for key, value in SIZES.items() for x in (f"--{key}", value)]]
-    hyphen = ["backbone", "tiny", "--out", "o", "--corpus", "c", "--tokenizer", "wordpiece", "--no-lowercase",
-              *[x for key, value in SIZES.items() for x in (f"--{key.replace('_', '-')}", value)]]
+def test_flags_make_the_settings_of_the_chosen_source():
+    flags = ["backbone", "tiny", "--out", "o", "--corpus", "c", "--tokenizer", "wordpiece", "--no-lowercase",
+             *[x for key, value in SIZES.items() for x in (f"--{key.replace('_', '-')}", value)]]
     expected = BackboneConfig(vocab_size=300, hidden=32, layers=1, heads=2, intermediate=64, max_len=64,
                               mlm_steps=0, mlm_batch_size=4, vocab_lines=0, seed=3, lowercase=False)
-    assert build_config(_parse(underscore)) == build_config(_parse(hyphen)) == expected
-    hub = _parse(["backbone", "bert-base", "--out", "o", "--source", "hub", "--hub_id", "bert-base-uncased",
-                  "--revision", "main"])
-    assert (hub.hub_id, hub.revision, hub.source) == ("bert-base-uncased", "main", "hub")
-    assert build_config(_parse(["backbone", "x", "--out", "o"])) == BackboneConfig()
+    assert BackboneConfig(**backbone_spec(_parse(flags))) == expected
+    hub = _parse(["backbone", "bert-base", "--out", "o", "--source", "hub", "--hub-id", "bert-base-uncased",
+                  "--revision", "main", "--hidden", "8"])
+    assert backbone_spec(hub) == {"hub_id": "bert-base-uncased", "revision": "main"}
+    assert BackboneConfig(**backbone_spec(_parse(["backbone", "x", "--out", "o"]))) == BackboneConfig()
 
 
 def test_unknown_source_is_an_argparse_error(capsys):
@@ -362,7 +353,7 @@ def test_unknown_source_is_an_argparse_error(capsys):
 
 
 def test_cli_build_wordpiece_cased_and_bpe(backbone_cli, corpus, tmp_path, capsys):
-    sizes = [x for key, value in SIZES.items() for x in (f"--{key}", value)]
+    sizes = [x for key, value in SIZES.items() for x in (f"--{key.replace('_', '-')}", value)]
     cased = tmp_path / "cased"
     assert backbone_cli(["backbone", "cased", "--out", str(cased), "--corpus", str(corpus), "--source", "build",
                          "--tokenizer", "wordpiece", "--no-lowercase", *sizes]) == 0
@@ -382,9 +373,9 @@ def test_cli_build_wordpiece_cased_and_bpe(backbone_cli, corpus, tmp_path, capsy
     "argv, message",
     [
         (["--tokenizer", "bpe", "--lowercase"], "bpe is cased"),
-        (["--tokenizer", "bpe", "--vocab_size", "200"], "exceed 261"),
-        (["--source", "hub"], "--source hub needs --hub_id"),
-        (["--source", "local"], "--source local needs --path"),
+        (["--tokenizer", "bpe", "--vocab-size", "200"], "exceed 261"),
+        (["--source", "hub"], "source hub needs hub_id"),
+        (["--source", "local"], "source local needs path"),
     ],
 )
 def test_cli_mistakes_are_one_line(backbone_cli, corpus, tmp_path, capsys, argv, message):
@@ -397,13 +388,13 @@ def test_cli_mistakes_are_one_line(backbone_cli, corpus, tmp_path, capsys, argv,
 
 def test_build_without_corpus_is_one_line(backbone_cli, tmp_path, capsys):
     assert backbone_cli(["backbone", "tiny", "--out", str(tmp_path / "o")]) == 2
-    assert "--source build needs --corpus" in capsys.readouterr().err
+    assert "source build needs a corpus file" in capsys.readouterr().err
 
 
 def test_hub_offline_is_one_line_and_writes_nothing(backbone_cli, offline, tmp_path, capsys):
     out = tmp_path / "backbones" / "bert-base"
     argv = ["backbone", "bert-base", "--out", str(out), "--corpus", "data/corpus/train.txt", "--source", "hub",
-            "--hub_id", "spanft-tests/no-such-model", "--revision", "v1"]
+            "--hub-id", "spanft-tests/no-such-model", "--revision", "v1"]
     assert backbone_cli(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("spanft: error: backbone 'spanft-tests/no-such-model' at revision v1 could not be")
@@ -432,9 +423,9 @@ def test_hub_source_saves_what_from_pretrained_returns(backbone_cli, bpe_built, 
     out = tmp_path / "roberta-large"
     with caplog.at_level(logging.INFO, logger="spanft"):
         assert backbone_cli(["backbone", "roberta-large", "--out", str(out), "--corpus", "unused.txt", "--source",
-                             "hub", "--hub_id", "roberta-large", "--revision", "abc123", "--vocab_size", "9"]) == 0
+                             "hub", "--hub-id", "roberta-large", "--revision", "abc123", "--vocab-size", "9"]) == 0
     assert sorted(calls) == [("AutoModel", "roberta-large", "abc123"), ("AutoTokenizer", "roberta-large", "abc123")]
-    assert "source hub (roberta-large); ignored: --vocab_size, --corpus" in caplog.text
+    assert "source hub; ignored: --vocab-size, --corpus" in caplog.text
     line = capsys.readouterr().out.strip()
     assert line.startswith(f"backbone roberta-large: {out}: ") and "from the hub: roberta-large@abc123" in line
     monkeypatch.undo()

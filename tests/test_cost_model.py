@@ -21,17 +21,17 @@ HP = {"epochs": 3, "lr": 2e-5, "batch_size": 32, "max_seq_len": 128}
 
 
 def paper_like_params() -> dict:
-    """The contract's paper profile: its studies, backbones and sizes, written out here."""
+    """The paper profile's studies, backbones and sizes, written out here."""
     return {
         "profile": "paper",
         "dict_sizes": [20000, 50000, 100000, 200000, 300000, 400000],
-        "backbones": {
-            "bert-base": {"source": "hub", "hub_id": "bert-base-uncased"},
-            "bert-large-wwm": {"source": "hub", "hub_id": "bert-large-uncased-whole-word-masking"},
-            "bert-large": {"source": "hub", "hub_id": "bert-large-uncased"},
-            "roberta-large": {"source": "hub", "hub_id": "roberta-large"},
-            "spanbert-large": {"source": "hub", "hub_id": "SpanBERT/spanbert-large-cased"},
-        },
+        "backbones": {"build": {}, "local": {}, "hub": {
+            "bert-base": {"hub_id": "bert-base-uncased"},
+            "bert-large-wwm": {"hub_id": "bert-large-uncased-whole-word-masking"},
+            "bert-large": {"hub_id": "bert-large-uncased"},
+            "roberta-large": {"hub_id": "roberta-large"},
+            "spanbert-large": {"hub_id": "SpanBERT/spanbert-large-cased"},
+        }},
         "hparams": {task: dict(HP) for task in [*GLUE8, "wnli", "snli", "conll2003"]},
         "studies": {
             "glue": {"backbones": ["bert-base", "bert-large-wwm"], "tasks": [*GLUE8, "wnli"], "seeds": [1, 2, 3]},
@@ -45,7 +45,7 @@ def paper_like_params() -> dict:
     }
 
 
-def test_run_counts_follow_the_contracts_variants():
+def test_run_counts_follow_each_studys_variants():
     table = cost_model.cost_table(paper_like_params(), cost_model.Assumptions(100, 3, 1.1))
     counts = table.groupby("study").size().to_dict()
     assert counts == {
@@ -65,7 +65,7 @@ def test_run_counts_follow_the_contracts_variants():
 
 def test_gpu_hours_by_hand():
     params = {
-        "backbones": {"b": {"hub_id": "bert-base-uncased"}, "l": {"hub_id": "bert-large-uncased"}},
+        "backbones": {"hub": {"b": {"hub_id": "bert-base-uncased"}, "l": {"hub_id": "bert-large-uncased"}}},
         "hparams": {"rte": {"epochs": 3, "batch_size": 32, "max_seq_len": 128}},
         "studies": {"glue": {"backbones": ["b", "l"], "tasks": ["rte"], "seeds": [1, 2]}},
     }

@@ -50,31 +50,38 @@ def _merge(base: dict, override: dict) -> dict:
 def reduced_params() -> dict:
     tree = yaml.safe_load((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"))
     tree = _merge(tree, REDUCED)
-    tree["backbones"] = {"tiny": {**tree["backbones"]["tiny"], **TINY_BACKBONE}}
+    tree["backbones"]["build"] = {"tiny": {**tree["backbones"]["build"]["tiny"], **TINY_BACKBONE}}
     tree["reports"]["paper_names"] = {"tiny": "bert-base-uncased"}
     tree["hparams"] = {task: dict(TINY_HPARAMS) for task in tree["tasks"]}
     return tree
 
 
 def dvc(project: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
-    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "TOKENIZERS_PARALLELISM": "false"}
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "TOKENIZERS_PARALLELISM": "false",
+           "PYTHONPATH": str(project / "src")}
     done = subprocess.run(["dvc", *args], cwd=project, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if check and done.returncode != 0:
         raise AssertionError(f"dvc {' '.join(args)} failed ({done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
     return done
 
 
+def new_project(project: Path, params: dict) -> Path:
+    """A copy of the graph (dvc.yaml, pipeline/, src/, data/raw/) with ``params`` as its params.yaml."""
+    project.mkdir(parents=True, exist_ok=True)
+    shutil.copy(ROOT / "dvc.yaml", project / "dvc.yaml")
+    for name in ("src", "pipeline", "data/raw"):
+        shutil.copytree(ROOT / name, project / name, ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
+    shutil.copytree(ROOT / ".dvc", project / ".dvc", ignore=shutil.ignore_patterns("tmp", "cache", "config.local"))
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    return project
+
+
 @pytest.fixture(scope="module")
 def project(tmp_path_factory) -> Path:
     if shutil.which("dvc") is None:
         pytest.skip("dvc is not installed")
-    project = tmp_path_factory.mktemp("graph")
-    for name in ("dvc.yaml",):
-        shutil.copy(ROOT / name, project / name)
-    shutil.copytree(ROOT / "src", project / "src", ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
-    shutil.copytree(ROOT / ".dvc", project / ".dvc", ignore=shutil.ignore_patterns("tmp", "cache", "config.local"))
-    (project / "params.yaml").write_text(yaml.safe_dump(reduced_params(), sort_keys=False), encoding="utf-8")
-    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    project = new_project(tmp_path_factory.mktemp("graph"), reduced_params())
     first = dvc(project, "repro")
     return project, first
 
@@ -87,7 +94,7 @@ def test_graph_runs_end_to_end_to_every_report(project):
     project, first = project
     ran = ran_stages(first.stdout)
     assert {"corpus", "report", "glue_baseline@tiny-cola-1", "glue_sf@tiny-cola-1",
-            "dictsize_spanonly@tiny-cola-500-random-1", "snli_sf_encoder@tiny-attention-max-1"} <= ran
+            "dictsize_spanonly@tiny-cola-500-random-1", "snli_sf_encoder@tiny-snli-attention-max-1"} <= ran
     tables = project / "reports" / "tables"
     for number in range(1, 9):
         for suffix in ("md", "csv", "tex"):
@@ -140,3 +147,43 @@ def test_dict_size_change_reaches_no_baseline(project):
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
     status = dvc(project, "status").stdout
     assert "dictionary" in status and "baseline" not in status
+
+
+# ------------------------------------------------------------------------------------------- files outside
+
+
+def _changed(project: Path, *stages: str) -> set[str]:
+    return set(json.loads(dvc(project, "status", "--json", *stages).stdout or "{}"))
+
+
+def test_replacing_an_outside_file_changes_exactly_the_stages_that_read_it(tmp_path):
+    if shutil.which("dvc") is None:
+        pytest.skip("dvc is not installed")
+    from spanft.model.backbone import BackboneConfig, make_backbone
+
+    outside = tmp_path / "outside"
+    wiki = outside / "wikitext" / "wiki.train.tokens"
+    wiki.parent.mkdir(parents=True)
+    wiki.write_text(" = Blorp = \n\n The frim sang to the blorp .\n The blorp sang back .\n", encoding="utf-8")
+    cola = outside / "glue" / "CoLA"
+    cola.mkdir(parents=True)
+    (cola / "train.tsv").write_text("zq01\t1\t\tThe blorp sang .\nzq01\t0\t*\tSang the the blorp .\n", encoding="utf-8")
+    (cola / "dev.tsv").write_text("zq02\t1\t\tA frim ran .\n", encoding="utf-8")
+    model = outside / "model"
+    make_backbone(wiki, model, BackboneConfig(vocab_size=40, hidden=8, layers=1, heads=2, intermediate=16, max_len=32,
+                                              mlm_steps=0))
+    params = reduced_params()
+    params["corpus"].update(source="local", local_path=str(wiki))
+    params["data"].update(source="local", dir=str(outside / "glue"))
+    params["backbones"]["local"] = {"mine": {"path": str(model)}}
+    project = new_project(tmp_path / "project", params)
+    stages = ("corpus", "copy_backbone@mine", "prepare_task@cola")
+    dvc(project, "repro", "--single-item", *stages)
+    assert _changed(project, *stages) == set()
+    for path, readers in ((wiki, {"corpus"}), (cola / "dev.tsv", {"prepare_task@cola"}),
+                          (model / "config.json", {"copy_backbone@mine"})):
+        original = path.read_bytes()
+        path.write_bytes(original + b"\n")
+        assert _changed(project, *stages) == readers, path
+        path.write_bytes(original)
+        assert _changed(project, *stages) == set()

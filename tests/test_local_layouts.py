@@ -309,7 +309,7 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, capsys):
     assert "--data-dir" in capsys.readouterr().err
 
 
-def test_prepare_task_writes_the_contract_schema(glue, tmp_path):
+def test_prepare_task_writes_the_prepared_schema(glue, tmp_path):
     out = tmp_path / "tasks" / "stsb"
     assert main(["prepare-task", "stsb", "--source", "local", "--data-dir", str(glue), "--out", str(out)]) == 0
     assert sorted(p.name for p in out.iterdir()) == [".spanft-output", "test.parquet", "train.parquet", "validation.parquet"]

@@ -37,7 +37,8 @@ def test_profiles_pass_the_check(name):
 
 def test_paper_profile_uses_the_paper_backbones_by_hub_id():
     tree = load_params(ROOT / "profiles" / "paper.yaml")
-    hub_ids = {spec["hub_id"] for spec in tree["backbones"].values()}
+    assert tree["backbones"]["build"] == {} and tree["backbones"]["local"] == {}
+    hub_ids = {spec["hub_id"] for spec in tree["backbones"]["hub"].values()}
     assert hub_ids == {"bert-base-uncased", "bert-large-uncased-whole-word-masking", "bert-large-uncased",
                        "roberta-large", "SpanBERT/spanbert-large-cased"}
     assert all(study["seeds"] == [1, 2, 3] for name, study in tree["studies"].items() if name != "dictsize")
@@ -97,8 +98,18 @@ def test_missing_key(tree):
 
 
 def test_hub_backbone_needs_an_id(tree):
-    tree["backbones"]["tiny"] = {"source": "hub"}
-    assert "backbones.tiny: source hub needs hub_id" in _error(tree)
+    tree["backbones"]["hub"]["bert"] = {"revision": "main"}
+    assert "backbones.hub.bert needs hub_id" in _error(tree)
+
+
+def test_a_backbone_name_under_two_sources(tree):
+    tree["backbones"]["local"]["tiny"] = {"path": "models/tiny"}
+    assert "backbone 'tiny' is defined under both backbones.build and backbones.local" in _error(tree)
+
+
+def test_a_source_reads_only_its_own_settings(tree):
+    tree["backbones"]["hub"]["bert"] = {"hub_id": "bert-base-uncased", "vocab_size": 10}
+    assert "unknown key backbones.hub.bert.vocab_size" in _error(tree)
 
 
 def test_invalid_yaml_names_file_and_line(tmp_path):
@@ -118,14 +129,14 @@ def test_use_profile_copies_the_checked_file(tmp_path):
     assert (tmp_path / "params.yaml").read_bytes() == (ROOT / "profiles" / "paper.yaml").read_bytes()
 
 
-def test_stage_commands_refuse_a_params_file_with_a_typo(tmp_path):
+def test_stage_scripts_refuse_a_params_file_with_a_typo(tmp_path):
     tree = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
     bad = copy.deepcopy(tree)
     bad["studies"]["glue"]["seed"] = bad["studies"]["glue"].pop("seeds")
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(bad), encoding="utf-8")
-    env = {"DVC_STAGE": "corpus", "DVC_ROOT": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    done = subprocess.run([sys.executable, "-m", "spanft.cli", "describe", "cola"], cwd=tmp_path, env=env,
-                          capture_output=True, text=True)
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": "/usr/bin:/bin"}
+    done = subprocess.run([sys.executable, str(ROOT / "pipeline" / "prepare_task.py"), "cola", "out"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True)
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
         "spanft: error: params.yaml: unknown key studies.glue.seed (did you mean studies.glue.seeds?); "

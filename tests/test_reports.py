@@ -18,10 +18,9 @@ from scipy.stats import binom, chi2
 from spanft.data.metrics import compute_metrics
 from spanft.data.registry import get_task
 from spanft.errors import SpanftError
+from spanft.cli import build_parser
 from spanft.report.build import (
-    add_parsers,
     build_reports,
-    cli_report,
     glue_submission,
     write_reports,
 )
@@ -477,10 +476,7 @@ def test_glue_submission_without_runs_is_an_error(tmp_path):
 
 
 def test_cli_parsers_and_handler(tree, tmp_path):
-    import argparse
-
-    parser = argparse.ArgumentParser()
-    add_parsers(parser.add_subparsers(dest="command"))
+    parser = build_parser()
     params_file = tmp_path / "params.yaml"
     import yaml
 
@@ -493,7 +489,7 @@ def test_cli_parsers_and_handler(tree, tmp_path):
     assert args.variant == "sf" and args.run(args) == 0
     bad = parser.parse_args(["report", "--params", str(tmp_path / "none.yaml")])
     with pytest.raises(SpanftError, match="params file not found"):
-        cli_report(bad)
+        bad.run(bad)
 
 
 def test_interrupted_write_leaves_no_index(tree, tmp_path, monkeypatch):
@@ -526,7 +522,7 @@ def test_paper_backbone_names_and_skipped_mcnemar_tasks(tree):
     params["chunker"]["tagger"] = ""  # the paper profile: NLTK's pretrained tagger
     del params["reports"]["paper_names"]
     params["studies"]["glue"]["tasks"] = ["cola", "mrpc", "mnli", "stsb"]
-    params["backbones"] = {"tiny": {"source": "hub", "hub_id": "google-bert/bert-base-uncased"}}
+    params["backbones"] = {"hub": {"tiny": {"hub_id": "google-bert/bert-base-uncased"}}}
     files = build_reports(params, tree / "runs", tree / "segmented")
     table2 = files["tables/table2.md"].decode()
     assert "tiny (for google-bert/bert-base-uncased)" in table2

@@ -96,7 +96,7 @@ def test_entries_outside_2_to_max_n_are_ignored():
 def test_from_dictionary_file(tmp_path):
     path = tmp_path / "dict.txt"
     path.write_text("new york\t50\nof the\t40\n", encoding="utf-8")
-    seg = GreedySegmenter.from_dictionary(path)
+    seg = GreedySegmenter.from_dictionary(path, max_n=5)
     assert seg.segment("in New York of the".split()) == [1, 2, 2]
     assert seg.describe()["dictionary_entries"] == 2
 
@@ -300,7 +300,7 @@ def test_segment_task_single_sentence_random(tmp_path, dict_file):
     pd.DataFrame({"idx": np.arange(2, dtype=np.int64), "words_a": [["New", "York", "City", "x"], ["a"]],
                   "label": np.array([0, 1])}).to_parquet(src / "validation.parquet", index=False)
     out = tmp_path / "out"
-    segment_task_dir(src, out, RandomSegmenter(GreedySegmenter.from_dictionary(dict_file), seed=2))
+    segment_task_dir(src, out, RandomSegmenter(GreedySegmenter.from_dictionary(dict_file, max_n=5), seed=2))
     result = pd.read_parquet(out / "validation.parquet")
     assert "spans_b" not in result.columns
     spans = [list(s) for s in result["spans_a"]]
@@ -328,4 +328,4 @@ def test_make_segmenter_rejects_unknown_method():
     from spanft.text.segmentation import make_segmenter
 
     with pytest.raises(SpanftError, match="unknown segmentation method"):
-        make_segmenter("bpe")
+        make_segmenter("bpe", max_n=5)

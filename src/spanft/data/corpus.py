@@ -6,7 +6,6 @@ single spaces (the WikiText ``.tokens`` convention).
 
 from __future__ import annotations
 
-import argparse
 import logging
 import re
 from dataclasses import dataclass
@@ -109,11 +108,25 @@ def _write_paragraphs(lines: Iterable[str], out_path: str | Path, source: str, i
     return stats.kept
 
 
+WIKITEXT_TRAIN_FILES = ("wiki.train.tokens", "wiki.train.raw")
+
+
 def write_local_corpus(local_path: str | Path, out_path: str | Path) -> int:
-    """A WikiText file on disk (``wiki.train.tokens`` / ``.raw``) -> corpus file; return paragraphs."""
+    """A WikiText file on disk (``wiki.train.tokens`` / ``.raw``, or a directory holding one) -> corpus file;
+    return paragraphs."""
+    local_path = _wikitext_file(Path(local_path))
     require_file(local_path, "WikiText file (corpus.local_path)")
     lines = (line for _, line in read_text_lines(local_path))
     return _write_paragraphs(lines, out_path, str(local_path), inputs=[local_path])
+
+
+def _wikitext_file(path: Path) -> Path:
+    if not path.is_dir():
+        return path
+    for name in WIKITEXT_TRAIN_FILES:
+        if (path / name).is_file():
+            return path / name
+    raise SpanftError(f"{path}: a directory without {' or '.join(WIKITEXT_TRAIN_FILES)} (corpus.local_path)")
 
 
 def write_hf_corpus(hf_id: str, hf_config: str | None, hf_split: str, out_path: str | Path) -> int:
@@ -140,24 +153,28 @@ def _iter_column(data, column: str, batch_size: int = 10_000) -> Iterator[str]:
         yield from data[start : start + batch_size][column]
 
 
-def cli_corpus(args: argparse.Namespace) -> int:
-    """``spanft corpus``: write the training corpus from the chosen source.
+def write_corpus(out: str | Path, tagged_out: str | Path | None = None, *, source: str = "synthetic",
+                 tokens: int = 2_000_000, seed: int = 0, local_path: str | None = None,
+                 hf_id: str = "Salesforce/wikitext", hf_config: str | None = "wikitext-103-raw-v1",
+                 hf_split: str = "train", tagged_sentences: int = 5000) -> None:
+    """The corpus stage: write the corpus from ``source`` (params ``corpus``), and the tagged sentences.
 
-    ``--tagged-out`` is written from the synthetic language whatever the source, so the stage's outputs
+    ``tagged_out`` is written from the synthetic language whatever the source, so the stage's outputs
     do not depend on it (the paper profile's chunker uses NLTK's pretrained tagger instead).
     """
-    if args.tagged_out and Path(args.tagged_out).resolve() == Path(args.out).resolve():
-        raise SpanftError(f"--tagged-out {args.tagged_out} is the corpus file --out: give two different files")
-    if args.tagged_out and args.tagged_sentences <= 0:
-        raise SpanftError(f"corpus.tagged_sentences must be > 0, got {args.tagged_sentences}")
-    if args.source == "synthetic":
-        write_synthetic_corpus(args.out, args.tokens, args.seed)
-    elif args.source == "local":
-        if not args.local_path:
+    if tagged_out and Path(tagged_out).resolve() == Path(out).resolve():
+        raise SpanftError(f"corpus: the tagged-sentences file {tagged_out} is the corpus file: give two different files")
+    if tagged_out and tagged_sentences <= 0:
+        raise SpanftError(f"corpus.tagged_sentences must be > 0, got {tagged_sentences}")
+    if source == "synthetic":
+        write_synthetic_corpus(out, tokens, seed)
+    elif source == "local":
+        if not local_path:
             raise SpanftError("corpus.source is local but corpus.local_path is not set (--local-path FILE)")
-        write_local_corpus(args.local_path, args.out)
+        write_local_corpus(local_path, out)
+    elif source == "hf":
+        write_hf_corpus(hf_id, hf_config, hf_split, out)
     else:
-        write_hf_corpus(args.hf_id, args.hf_config, args.hf_split, args.out)
-    if args.tagged_out:
-        write_tagged_sentences(args.tagged_out, args.tagged_sentences, args.seed)
-    return 0
+        raise SpanftError(f"corpus.source: unknown source {source!r}; valid sources: synthetic, hf, local")
+    if tagged_out:
+        write_tagged_sentences(tagged_out, tagged_sentences, seed)

@@ -1,6 +1,6 @@
 """Task data from three sources (hub, local official files, synthetic), normalised to one parquet schema.
 
-Prepared layout (``spanft prepare-task``): ``<out>/<split>.parquet`` per split with columns
+Prepared layout (the prepare-task stage, ``spanft prepare-task``): ``<out>/<split>.parquet`` per split with columns
 
 - ``idx`` int64: GLUE test files' ``index`` (the hub's ``idx``), else the row number in the source split
   (SNLI: counting the rows without a gold label; CoNLL: the sentence number, ``-DOCSTART-`` not counted);
@@ -15,8 +15,6 @@ validation file is an error. Rows dropped by rule (SNLI's "-" labels, blank line
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
@@ -96,20 +94,17 @@ def describe(task: TaskSpec, splits: Mapping[str, SplitColumns] | Iterable[tuple
     return {"task": task.name, "splits": {name: len(columns) for name, columns in items}, "labels": task.label_names}
 
 
-def _sizes(args: argparse.Namespace) -> SyntheticSizes:
-    for name in ("train_size", "eval_size", "test_size"):
-        if getattr(args, name) <= 0:
-            raise SpanftError(f"--{name.replace('_', '-')} must be positive, got {getattr(args, name)}")
-    return SyntheticSizes(args.train_size, args.eval_size, args.test_size, args.seed, args.language_seed)
+def synthetic_sizes(train_size: int, eval_size: int, test_size: int, seed: int = 0,
+                    language_seed: int = 0) -> SyntheticSizes:
+    """The synthetic stand-ins' sizes (params ``data.synthetic``), each checked to be positive."""
+    for name, value in (("train_size", train_size), ("eval_size", eval_size), ("test_size", test_size)):
+        if value <= 0:
+            raise SpanftError(f"{name} must be positive, got {value}")
+    return SyntheticSizes(train_size, eval_size, test_size, seed, language_seed)
 
 
-def cli_describe(args: argparse.Namespace) -> int:
-    task = get_task(args.task)
-    print(json.dumps(describe(task, iter_task(task, args.source, args.data_dir, _sizes(args)))))
-    return 0
-
-
-def cli_prepare_task(args: argparse.Namespace) -> int:
-    task = get_task(args.task)
-    write_prepared(iter_task(task, args.source, args.data_dir, _sizes(args)), args.out, inputs=[args.data_dir])
-    return 0
+def prepare_task(task: str, out_dir: str | Path, source: str = "synthetic", data_dir: str | Path | None = None,
+                 sizes: SyntheticSizes | None = None) -> None:
+    """The prepare-task stage: a task from ``source`` normalised to ``<out_dir>/<split>.parquet``."""
+    spec = get_task(task)
+    write_prepared(iter_task(spec, source, data_dir, sizes), out_dir, inputs=[data_dir] if data_dir else [])

@@ -1,6 +1,6 @@
 """Backbones: build a tiny local one from the corpus, fetch one from the hub, or copy a local directory.
 
-``spanft backbone NAME --source build|hub|local --out DIR`` writes a normal HF model directory (``AutoModel``
+The backbone stage (:func:`write_backbone`; ``spanft backbone``) writes a normal HF model directory (``AutoModel``
 / ``AutoTokenizer.from_pretrained`` load it offline, with a fast tokenizer); ``load_backbone`` is what
 fine-tuning uses to read it back (or a hub id directly).
 
@@ -10,14 +10,12 @@ fine-tuning uses to read it back (or a hub id directly).
     saved with ``add_prefix_space=False`` like ``roberta-large``) and a ``RobertaModel``;
 then MLM-pretrains it for a few hundred steps with the HF ``Trainer``. Neither the vocabulary nor its ids
 depend on the trainer's hash-map order, so a fixed seed gives byte-identical files in any process.
-``make-backbone`` is the older name of ``backbone --source build`` (no NAME).
 
-This module imports neither torch nor transformers at import time: ``add_parsers`` runs for every command.
+This module imports neither torch nor transformers at import time.
 """
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import logging
@@ -441,120 +439,41 @@ def backbone_is_uncased(tokenizer) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Command line. Every option has a hyphen and an underscore spelling: DVC unpacks a params dict with its keys
-# verbatim (``--vocab_size``), and booleans as ``--lowercase`` / ``--no-lowercase``.
+# The backbone stage: one named backbone from its params block (backbones.build / .hub / .local.<name>)
 
-BUILD_OPTIONS = {  # option -> (type, help); defaults come from BackboneConfig
-    "vocab-size": (int, "vocabulary size"),
-    "hidden": (int, "hidden size"),
-    "layers": (int, "transformer layers"),
-    "heads": (int, "attention heads"),
-    "intermediate": (int, "feed-forward size"),
-    "max-len": (int, "longest input in tokens (position embeddings)"),
-    "mlm-steps": (int, "MLM pre-training steps (0: random init)"),
-    "mlm-batch-size": (int, "MLM batch size"),
-    "vocab-lines": (int, "corpus lines read to learn the vocabulary (0: all)"),
-}
-HUB_LOCAL_OPTIONS = ("hub_id", "revision", "path")
-
-
-def _option(parser: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, **kwargs) -> None:
-    flags = [f"--{name}"] + ([f"--{name.replace('-', '_')}"] if "-" in name else [])
-    parser.add_argument(*flags, dest=name.replace("-", "_"), **kwargs)
-
-
-def _add_build_options(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("build (a tiny backbone trained on the corpus)")
-    defaults = BackboneConfig()
-    _option(group, "tokenizer", choices=TOKENIZER_KINDS, default=None,
-            help="wordpiece: BERT, uncased by default; bpe: byte-level BPE, RoBERTa, cased (default wordpiece)")
-    group.add_argument("--lowercase", action=argparse.BooleanOptionalAction, default=None,
-                       help="fold case (default: yes for wordpiece; bpe is always cased)")
-    for name, (kind, text) in BUILD_OPTIONS.items():
-        default = getattr(defaults, name.replace("-", "_"))
-        _option(group, name, type=kind, default=None, help=f"{text} (default {default})")
-    _option(group, "seed", type=int, default=None,
-            help=f"build: init and MLM seed; hub: seed of any weight the checkpoint lacks (default {defaults.seed})")
-
-
-def add_parsers(sub: argparse._SubParsersAction) -> None:
-    """``spanft backbone`` and its older name ``spanft make-backbone`` (build only, no NAME)."""
-    p = sub.add_parser("backbone", help="write a backbone directory: build a tiny one, fetch a hub one, or copy one")
-    p.add_argument("name", metavar="NAME", help="the backbone's name (a key of params.yaml backbones:)")
-    p.add_argument("--out", required=True, help="model directory to write (from_pretrained loads it)")
-    p.add_argument("--source", choices=SOURCES, default="build", help="build (default) | hub | local")
-    p.add_argument("--corpus", default=None, help="build: corpus text file, one paragraph a line (else ignored)")
-    _add_build_options(p)
-    group = p.add_argument_group("hub / local")
-    _option(group, "hub-id", default=None, help="hub: model id, e.g. bert-base-uncased")
-    _option(group, "revision", default=None, help="hub: branch, tag or commit (default: the main branch)")
-    _option(group, "path", default=None, help="local: a saved model directory (config.json and a tokenizer)")
-    p.set_defaults(run=cli_backbone)
-    m = sub.add_parser("make-backbone", help="build a tiny local backbone (= backbone --source build, no NAME)")
-    m.add_argument("--corpus", required=True, help="corpus text file, one paragraph a line")
-    m.add_argument("--out", required=True, help="model directory to write (from_pretrained loads it)")
-    _add_build_options(m)
-    m.set_defaults(run=cli_make_backbone)
-
-
-def build_config(args: argparse.Namespace) -> BackboneConfig:
-    """The build options given on the command line over BackboneConfig's defaults."""
-    keys = [name.replace("-", "_") for name in BUILD_OPTIONS] + ["seed", "tokenizer", "lowercase"]
-    given = {key: getattr(args, key) for key in keys if getattr(args, key, None) is not None}
-    return BackboneConfig(**given)
-
-
-def cli_backbone(args: argparse.Namespace) -> int:
-    ignored = _ignored_options(args)
-    used = {"build": f"{args.tokenizer or 'wordpiece'} tokenizer", "hub": args.hub_id, "local": args.path}[args.source]
-    log.info("backbone %s: source %s (%s)%s", args.name, args.source, used,
-             f"; ignored: {', '.join(ignored)}" if ignored else "")
-    if args.source == "build":
-        if args.corpus is None:
-            raise SpanftError(f"backbone {args.name}: --source build needs --corpus FILE")
-        return _build_and_report(args, f"backbone {args.name}")
-    if args.source == "hub":
-        if not args.hub_id:
-            raise SpanftError(f"backbone {args.name}: --source hub needs --hub_id ID")
-        seed = args.seed if args.seed is not None else BackboneConfig().seed
-        summary = fetch_hub_backbone(args.hub_id, args.out, args.revision, seed)
+def write_backbone(name: str, source: str, spec: dict, out: str | os.PathLike, corpus: str | None = None) -> str:
+    """Build, fetch or copy backbone ``name`` into ``out`` as ``spec`` says; return a one-line summary."""
+    if source not in SOURCES:
+        raise SpanftError(f"backbone {name}: unknown source {source!r}; valid sources: {', '.join(SOURCES)}")
+    if source == "build":
+        return _build(name, spec, out, corpus)
+    if source == "hub":
+        if not spec.get("hub_id"):
+            raise SpanftError(f"backbone {name}: source hub needs hub_id")
+        summary = fetch_hub_backbone(spec["hub_id"], out, spec.get("revision"), spec.get("seed", BackboneConfig().seed))
         commit = f" (commit {summary['commit']})" if summary.get("commit") else ""
-        origin = f"from the hub: {args.hub_id}{'@' + args.revision if args.revision else ''}{commit}"
+        revision = f"@{spec['revision']}" if spec.get("revision") else ""
+        origin = f"from the hub: {spec['hub_id']}{revision}{commit}"
     else:
-        if not args.path:
-            raise SpanftError(f"backbone {args.name}: --source local needs --path DIR")
-        summary = copy_local_backbone(args.path, args.out)
-        origin = f"copied from {args.path}"
-    print(
-        f"backbone {args.name}: {args.out}: {summary['parameters']:,} parameters, vocabulary {summary['vocab_size']}, "
-        f"{summary['layers']} layers x {summary['hidden']}, {origin}, {summary['seconds']} s"
-    )
-    return 0
+        if not spec.get("path"):
+            raise SpanftError(f"backbone {name}: source local needs path")
+        summary = copy_local_backbone(spec["path"], out)
+        origin = f"copied from {spec['path']}"
+    return (f"backbone {name}: {out}: {summary['parameters']:,} parameters, vocabulary {summary['vocab_size']}, "
+            f"{summary['layers']} layers x {summary['hidden']}, {origin}, {summary['seconds']} s")
 
 
-def _ignored_options(args: argparse.Namespace) -> list[str]:
-    """Options given on the command line that the chosen source does not read."""
-    build = [name.replace("-", "_") for name in BUILD_OPTIONS] + ["tokenizer", "lowercase"]
-    not_read = {
-        "build": HUB_LOCAL_OPTIONS,
-        "hub": (*build, "corpus", "path"),
-        "local": (*build, "corpus", "hub_id", "revision", "seed"),
-    }[args.source]
-    return [f"--{key}" for key in not_read if getattr(args, key, None) is not None]
-
-
-def cli_make_backbone(args: argparse.Namespace) -> int:
-    return _build_and_report(args, "backbone")
-
-
-def _build_and_report(args: argparse.Namespace, prefix: str) -> int:
-    cfg = build_config(args)
-    summary = make_backbone(args.corpus, args.out, cfg)
+def _build(name: str, spec: dict, out: str | os.PathLike, corpus: str | None) -> str:
+    if corpus is None:
+        raise SpanftError(f"backbone {name}: source build needs a corpus file")
+    fields = set(BackboneConfig.__dataclass_fields__)
+    unknown = sorted(set(spec) - fields)
+    if unknown:
+        raise SpanftError(f"backbone {name}: unknown build setting {', '.join(unknown)}; valid: {', '.join(fields)}")
+    cfg = BackboneConfig(**spec)
+    summary = make_backbone(corpus, out, cfg)
     loss = f", MLM loss {summary['mlm_train_loss']:.3f}" if "mlm_train_loss" in summary else ""
     casing = "uncased" if summary["lowercase"] else "cased"
-    print(
-        f"{prefix}: {args.out}: {summary['parameters']:,} parameters, vocabulary {summary['vocab_size']} "
-        f"({cfg.tokenizer}, {casing}), {cfg.layers} layers x {cfg.hidden}, {cfg.mlm_steps} MLM steps{loss}, "
-        f"{summary['seconds']} s"
-    )
-    return 0
+    return (f"backbone {name}: {out}: {summary['parameters']:,} parameters, vocabulary {summary['vocab_size']} "
+            f"({cfg.tokenizer}, {casing}), {cfg.layers} layers x {cfg.hidden}, {cfg.mlm_steps} MLM steps{loss}, "
+            f"{summary['seconds']} s")

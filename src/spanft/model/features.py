@@ -6,7 +6,7 @@ becomes the contiguous range of sub-tokens of those words; every special token (
 span of length 1. Pairs are ``[CLS] s1 [SEP] s2 [SEP]`` (RoBERTa: ``<s> s1 </s></s> s2 </s>``), each sentence
 with the spans of its own segmentation.
 
-Limits, in this order (the official code's reading, see DESIGN.md; the paper's text swaps the two numbers):
+Limits, in this order (the official code's reading; the paper's text swaps the two numbers):
   1. ``max_seq_len`` sub-tokens: the tokenizer truncates (pairs: longest sentence first);
   2. ``max_spans`` spans per input: spans past the limit are dropped;
   3. ``max_span_len`` pieces per span: pieces past the limit are dropped (the span keeps its first pieces).

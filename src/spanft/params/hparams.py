@@ -1,8 +1,7 @@
-"""Per-task fine-tuning hyper-parameters read from a params file: ``spanft finetune --hparams FILE:KEY``.
+"""Per-task fine-tuning hyper-parameters: params ``hparams.<task>`` (``spanft finetune --hparams FILE:KEY``).
 
-DVC cannot interpolate ``${hparams.${item.task}.lr}`` (no nested interpolation), so a fine-tuning stage passes
-the dotted key of its task's block and lists the same key under ``params:``; changing one task's block re-runs
-only that task's runs.
+A fine-tuning stage lists its task's block under ``params:``, so changing one task's block re-runs only that
+task's runs.
 """
 
 from __future__ import annotations
@@ -13,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from spanft.errors import SpanftError
+from spanft.params.load import lookup
 
 log = logging.getLogger("spanft")
-from spanft.params.load import lookup
 
 # field -> type of the FinetuneOptions fields a hyper-parameter block may set
 HPARAM_TYPES: dict[str, type] = {
@@ -69,7 +68,11 @@ def load_hparams(spec: str) -> dict[str, Any]:
     file = Path(path)
     if not file.is_file():
         raise SpanftError(f"--hparams: {file} not found")
-    tree = load_params(file)
+    return hparams_block(load_params(file), key, file)
+
+
+def hparams_block(tree: dict, key: str, file: str | Path = "params.yaml") -> dict[str, Any]:
+    """The checked hyper-parameter block at dotted ``key`` of a params tree."""
     block = lookup(tree, key, file)
     if not isinstance(block, dict):
         raise SpanftError(f"{file}: {key} must be a mapping of hyper-parameters, found {type(block).__name__}")

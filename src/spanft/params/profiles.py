@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import shutil
 from pathlib import Path
@@ -10,8 +9,9 @@ from pathlib import Path
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open
 
-log = logging.getLogger("spanft")
 from spanft.params.schema import check_params_file
+
+log = logging.getLogger("spanft")
 
 PROFILES_DIR = "profiles"
 
@@ -33,9 +33,3 @@ def use_profile(name: str, root: str | Path = ".") -> Path:
         with open(source, encoding="utf-8") as src:
             shutil.copyfileobj(src, handle)
     return target
-
-
-def cli_profile(args: argparse.Namespace) -> int:
-    target = use_profile(args.name, args.root)
-    print(f"profile {args.name}: {Path(args.root) / PROFILES_DIR / (args.name + '.yaml')} -> {target}; now run `dvc repro`")
-    return 0

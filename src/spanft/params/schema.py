@@ -1,15 +1,13 @@
-"""``params.yaml``: its schema, the profile switch, and the check every ``spanft`` command run by DVC makes.
+"""``params.yaml``: its schema, and the check every pipeline stage makes before it reads its block.
 
 DVC silently ignores a key no stage reads, so a typo (``dict_sise: 100000``) would leave the default in force
 without a word. :func:`check_params` rejects unknown keys (suggesting the closest known one), wrong types and
-dangling references (a study naming a backbone or task that is not defined). ``spanft`` runs it before any
-command that DVC starts (DVC sets ``DVC_STAGE`` and ``DVC_ROOT`` in a stage's environment), and
-``spanft check-params`` runs it by hand.
+dangling references (a study naming a backbone or task that is not defined). Every ``pipeline/`` stage script
+runs it once (:func:`spanft.params.stage.stage_params`), and ``spanft check-params`` runs it by hand.
 """
 
 from __future__ import annotations
 
-import argparse
 import difflib
 import logging
 from dataclasses import dataclass
@@ -18,10 +16,11 @@ from typing import Any
 
 from spanft.errors import SpanftError
 
-log = logging.getLogger("spanft")
 from spanft.params import ids
 from spanft.params.hparams import HPARAM_TYPES, hparam_problem
 from spanft.params.load import load_params
+
+log = logging.getLogger("spanft")
 
 _INT, _FLOAT, _STR, _BOOL = int, float, str, bool
 
@@ -35,10 +34,11 @@ SEGMENTATION_METHODS = ("ngram", "random")
 _HPARAMS = HPARAM_TYPES  # one definition: what `finetune --hparams` accepts
 
 
-_BUILD = {"source": _STR, "tokenizer": _STR, "lowercase": _BOOL, "vocab_size": _INT, "hidden": _INT,
-          "layers": _INT, "heads": _INT, "intermediate": _INT, "max_len": _INT, "mlm_steps": _INT,
-          "mlm_batch_size": _INT, "vocab_lines": _INT, "seed": _INT, "hub_id": _STR, "revision": _STR,
-          "path": _STR}
+_BUILD = {"tokenizer": _STR, "lowercase": _BOOL, "vocab_size": _INT, "hidden": _INT, "layers": _INT, "heads": _INT,
+          "intermediate": _INT, "max_len": _INT, "mlm_steps": _INT, "mlm_batch_size": _INT, "vocab_lines": _INT,
+          "seed": _INT}
+_HUB = {"hub_id": _STR, "revision": _STR, "seed": _INT}
+_LOCAL = {"path": _STR}
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ SCHEMA: dict[str, Any] = {
     "tasks": _STRS,
     "segmentation": {"random_seed": _INT},
     "chunker": {"tagger": _STR},
-    "backbones": {"*": _BUILD},
+    "backbones": {"build": {"*": _BUILD}, "hub": {"*": _HUB}, "local": {"*": _LOCAL}},
     "hparams": {"*": _HPARAMS},
     "studies": {
         "glue": {"backbones": _STRS, "tasks": _STRS, "seeds": _INTS},
@@ -175,8 +175,10 @@ def _check_values(tree: dict, path) -> None:
             problem = hparam_problem(str(key), value)
             if problem:
                 raise SpanftError(f"{path}: hparams.{name}.{key}: {problem}")
-    for name, spec in tree["backbones"].items():
-        _check_backbone(str(name), spec, path)
+    from spanft.params.backbones import backbone_specs
+
+    for name, (source, spec) in backbone_specs(tree, str(path)).items():
+        _check_backbone(str(name), source, spec, path)
 
 
 # counts and sizes that must be at least 1 (dict_size has its own message above)
@@ -208,7 +210,8 @@ def _check_ngrams(ngrams: dict, path) -> None:
 
 def _check_seeds(tree: dict, path) -> None:
     seeds = [(dotted, _get(tree, dotted)) for dotted in _SEEDS]
-    seeds += [(f"backbones.{name}.seed", spec["seed"]) for name, spec in tree["backbones"].items() if "seed" in spec]
+    seeds += [(f"backbones.{source}.{name}.seed", spec["seed"]) for source, group in tree["backbones"].items()
+              for name, spec in (group or {}).items() if "seed" in (spec or {})]
     seeds += [(f"studies.{study}.seeds", seed) for study, spec in tree["studies"].items() for seed in spec["seeds"]]
     for dotted, seed in seeds:
         if not isinstance(seed, int) or isinstance(seed, bool) or not 0 <= seed < SEED_LIMIT:
@@ -240,31 +243,32 @@ def _refuse(path, dotted: str, value: str, problem_of) -> None:
 _BUILD_AT_LEAST_ONE = ("vocab_size", "hidden", "layers", "heads", "intermediate", "max_len", "mlm_batch_size")
 
 
-def _check_backbone(name: str, spec: dict, path) -> None:
+def _check_backbone(name: str, source: str, spec: dict, path) -> None:
     _refuse(path, "backbones", name, ids.name_problem)
-    source = spec.get("source")
-    if source not in ("build", "hub", "local"):
-        raise SpanftError(f"{path}: backbones.{name}.source must be build, hub or local, found {source!r}")
+    where = f"backbones.{source}.{name}"
     needed = {"hub": "hub_id", "local": "path"}.get(source)
     if needed and not spec.get(needed):
-        raise SpanftError(f"{path}: backbones.{name}: source {source} needs {needed}")
+        raise SpanftError(f"{path}: {where} needs {needed}")
     if source == "hub":
-        _refuse(path, f"backbones.{name}.hub_id", spec["hub_id"], ids.hub_id_problem)
+        _refuse(path, f"{where}.hub_id", spec["hub_id"], ids.hub_id_problem)
         if spec.get("revision"):
-            _refuse(path, f"backbones.{name}.revision", spec["revision"], ids.revision_problem)
+            _refuse(path, f"{where}.revision", spec["revision"], ids.revision_problem)
     if source == "local":
-        _refuse(path, f"backbones.{name}.path", spec["path"], ids.path_problem)
+        _refuse(path, f"{where}.path", spec["path"], ids.path_problem)
     for key in _BUILD_AT_LEAST_ONE:
         if key in spec and spec[key] < 1:
-            raise SpanftError(f"{path}: backbones.{name}.{key} must be at least 1, found {spec[key]!r}")
+            raise SpanftError(f"{path}: {where}.{key} must be at least 1, found {spec[key]!r}")
     for key in ("mlm_steps", "vocab_lines"):  # 0: no MLM pre-training / every corpus line
         if key in spec and spec[key] < 0:
-            raise SpanftError(f"{path}: backbones.{name}.{key} must be at least 0, found {spec[key]!r}")
+            raise SpanftError(f"{path}: {where}.{key} must be at least 0, found {spec[key]!r}")
 
 
 def _check_references(tree: dict, path) -> None:
     from spanft.data.registry import TASKS
 
+    from spanft.params.backbones import backbone_specs
+
+    backbones = backbone_specs(tree, str(path))
     tasks = tree["tasks"]
     for task in tasks:
         if task not in TASKS:
@@ -276,9 +280,9 @@ def _check_references(tree: dict, path) -> None:
             raise SpanftError(f"{path}: hparams.{task}: unknown task{hint}; valid tasks: {', '.join(TASKS)}")
     for study, spec in tree["studies"].items():
         for name in spec["backbones"]:
-            if name not in tree["backbones"]:
+            if name not in backbones:
                 raise SpanftError(f"{path}: studies.{study}.backbones: {name!r} is not defined under backbones "
-                                  f"(defined: {', '.join(tree['backbones'])})")
+                                  f"(defined: {', '.join(backbones)})")
         study_tasks = spec.get("tasks", {"snli": ["snli"], "ner": ["conll2003"]}.get(study, []))
         for task in study_tasks:
             if task not in tasks:
@@ -299,9 +303,3 @@ def check_params_file(path: str | Path) -> dict:
     tree = load_params(path)
     check_params(tree, path)
     return tree
-
-
-def cli_check_params(args: argparse.Namespace) -> int:
-    tree = check_params_file(args.file)
-    print(f"{args.file}: ok (profile {tree['profile']})")
-    return 0

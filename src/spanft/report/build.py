@@ -1,6 +1,6 @@
 """Report stage: every table and figure of the paper from the fine-tuning runs, and GLUE leaderboard zips.
 
-``spanft report`` writes, under ``--out`` (``reports/``):
+The report stage (``spanft report``) writes, under ``reports/``:
 
 - ``tables/table{1..8}.{md,csv,tex}`` (:mod:`spanft.report.tables`), ``tables/verdicts.csv`` (every verdict
   line as data) and ``tables/paper_values.csv`` (every number the paper prints, :mod:`spanft.report.paper`),
@@ -13,14 +13,13 @@ Everything is computed before anything is written, each file is written atomical
 removed first and written last, so an interrupted report never looks complete. Outputs are byte-identical
 for identical inputs, except Table 3's measured seconds.
 
-``spanft glue-submission`` zips the leaderboard files of one backbone's glue-study runs, each task's best seed.
+:func:`glue_submission` zips the leaderboard files of one backbone's glue-study runs, each task's best seed.
 
-This module imports only the standard library at load time so that ``spanft --help`` stays fast.
+This module imports only the standard library at load time.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import math
@@ -245,35 +244,3 @@ def _seeds_found(variant_dir: Path) -> list[int]:
         if path.name[4:].isdigit() and (path / "metrics.json").is_file():
             seeds.append(int(path.name[4:]))
     return sorted(seeds)
-
-
-# ------------------------------------------------------------------------------------------- CLI
-
-
-def cli_report(args: argparse.Namespace) -> int:
-    from spanft.params.load import load_params
-
-    write_reports(load_params(args.params), args.runs, args.segmented, args.out, params_name=str(args.params),
-                  paper_values=args.paper_values)
-    return 0
-
-
-def cli_glue_submission(args: argparse.Namespace) -> int:
-    glue_submission(args.runs, args.variant, args.out)
-    return 0
-
-
-def add_parsers(sub: argparse._SubParsersAction) -> None:
-    """Add ``report`` and ``glue-submission`` to the ``spanft`` subcommands."""
-    p = sub.add_parser("report", help="write every table and figure of the paper from the runs (reports/)")
-    p.add_argument("--params", default="params.yaml", help="params file (profile, studies, reports, dict_sizes)")
-    p.add_argument("--runs", default="data/runs", help="runs root: <study>/<backbone>/<task>/<variant>/seed<N>/")
-    p.add_argument("--segmented", default="data/segmented", help="segmented data root (ngram/, random/, chunker/, sweep/)")
-    p.add_argument("--out", default="reports", help="report directory to write")
-    p.add_argument("--paper-values", default=None, help="published numbers YAML (default: spanft/report/paper_values.yaml)")
-    p.set_defaults(run=cli_report)
-    g = sub.add_parser("glue-submission", help="zip GLUE leaderboard files from one backbone's best runs")
-    g.add_argument("--runs", required=True, help="one backbone's glue runs: data/runs/glue/<backbone>")
-    g.add_argument("--variant", default="sf", help="baseline | sf (default sf)")
-    g.add_argument("--out", required=True, help="zip file to write")
-    g.set_defaults(run=cli_glue_submission)

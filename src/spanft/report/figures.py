@@ -20,6 +20,7 @@ import pandas as pd
 
 from spanft.data.registry import get_task
 from spanft.errors import SpanftError
+from spanft.params.studies import sweep_variant
 from spanft.report.runs import Params, load_runs, summarize
 from spanft.report.tables import profile_line
 
@@ -113,7 +114,7 @@ def spans_per_sentence(params: Params, segmented_dir: Path) -> pd.DataFrame:
     for task in params.study_tasks("dictsize"):
         words = math.nan
         for size in sizes:
-            stats = _split_stats(segmented_dir / "sweep" / task / f"ngram-{size}" / "segmentation.json")
+            stats = _split_stats(segmented_dir / "sweep" / task / sweep_variant("ngram", size) / "segmentation.json")
             words = _sides_mean(stats, "mean_words")
             rows.append({"task": task, "dict_size": size, "mean_spans": _sides_mean(stats, "mean_spans")})
         rows.append({"task": task, "dict_size": 0, "mean_spans": words})
@@ -155,7 +156,7 @@ def dictsize_scores(params: Params, runs_dir: Path) -> pd.DataFrame:
         for task in params.study_tasks("dictsize"):
             for method in methods:
                 for size in sizes:
-                    runs = load_runs(runs_dir, "dictsize", backbone, task, f"{method}-{size}", seeds)
+                    runs = load_runs(runs_dir, "dictsize", backbone, task, sweep_variant(method, size), seeds)
                     mean = summarize(run.dev_main() for run in runs).mean
                     rows.append({"backbone": backbone, "task": task, "method": method, "dict_size": size,
                                  "score": 100 * mean})

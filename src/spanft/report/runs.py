@@ -1,8 +1,8 @@
 """The fine-tuning runs a report reads: where the params expect them, loading, best-run choice, mean ± sd.
 
-Run directories follow the experiment graph's layout
-``<runs>/<study>/<backbone>/<task>/<variant>/seed<N>/`` with ``metrics.json`` and ``predictions/<split>.tsv``.
-Only the runs the params expect are read; any other directory is ignored. A missing expected run is a
+Run directories follow the layout of :mod:`spanft.params.studies`,
+``<runs>/<study>/<backbone>/<task>/<variant>/seed<N>/``, with ``metrics.json`` and ``predictions/<split>.tsv``.
+Only the runs the params plan are read; any other directory is ignored. A missing expected run is a
 SpanftError naming its path.
 """
 
@@ -16,6 +16,7 @@ from typing import Any, Iterable
 
 from spanft.data.registry import TaskSpec, get_task
 from spanft.errors import SpanftError
+from spanft.params import studies
 from spanft.params.load import lookup
 
 _REQUIRED_KEYS = ("task", "main_metric", "metrics")
@@ -86,8 +87,7 @@ class Params:
 
     def study_tasks(self, study: str) -> list[str]:
         """The study's tasks (fixed for snli and ner), each checked against the registry."""
-        fixed = {"snli": ["snli"], "ner": ["conll2003"]}
-        tasks = fixed[study] if study in fixed else self.list_of(f"studies.{study}.tasks")
+        tasks = studies.study_tasks(self.tree, study, self.name)
         for task in tasks:
             try:
                 get_task(task)
@@ -96,26 +96,23 @@ class Params:
         return tasks
 
     def seeds(self, study: str) -> list[int]:
-        return self.list_of(f"studies.{study}.seeds", int)
+        return studies.study_seeds(self.tree, study, self.name)
 
     def backbones(self, study: str) -> list[str]:
-        return self.list_of(f"studies.{study}.backbones")
+        return studies.study_backbones(self.tree, study, self.name)
 
     def paper_name(self, backbone: str) -> str:
         """The paper backbone ours stands in for: ``reports.paper_names``, else its ``hub_id``, else itself."""
         names = self.optional("reports.paper_names", {}) or {}
         if backbone in names:
             return str(names[backbone])
-        return str(self.optional(f"backbones.{backbone}.hub_id", backbone))
-
-
-def run_path(runs_dir: Path, study: str, backbone: str, task: str, variant: str, seed: int) -> Path:
-    return runs_dir / study / backbone / task / variant / f"seed{seed}"
+        return str(self.optional(f"backbones.hub.{backbone}.hub_id", backbone))
 
 
 def load_run(runs_dir: Path, study: str, backbone: str, task: str, variant: str, seed: int) -> Run:
     """Read one expected run; a missing or malformed metrics.json is a SpanftError naming the path."""
-    return read_run(run_path(runs_dir, study, backbone, task, variant, seed), study, backbone, task, variant, seed)
+    return read_run(studies.run_dir(runs_dir, study, backbone, task, variant, seed), study, backbone, task, variant,
+                    seed)
 
 
 def read_run(path: Path, study: str, backbone: str, task: str, variant: str, seed: int) -> Run:

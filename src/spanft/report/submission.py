@@ -8,7 +8,6 @@ The input TSVs are the trainer's ``predictions/<split>.tsv`` (header ``idx<TAB>g
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 import zipfile
@@ -121,8 +120,3 @@ def parse_pred_arguments(pairs: list[str]) -> dict[str, Path]:
             continue
         result[stem] = Path(path)
     return result
-
-
-def cli_submission(args: argparse.Namespace) -> int:
-    write_glue_submission(parse_pred_arguments(args.pred), args.out)
-    return 0

@@ -436,14 +436,10 @@ class TableBuilder:
         return table
 
     def chunker_note(self) -> str:
-        """Which tagger produced the chunker row: params ``chunker.tagger`` ('' = NLTK's pretrained tagger;
-        the contract's ``chunker.trained`` is read too), and what the segmented data recorded."""
-        tagger_file = self.params.optional("chunker.tagger")
-        if tagger_file is not None:
-            trained = bool(tagger_file)
-        else:
-            trained = bool(self.params.optional("chunker.trained", True))
-        if trained:
+        """Which tagger produced the chunker row: params ``chunker.tagger`` ('' = NLTK's pretrained tagger),
+        and what the segmented data recorded."""
+        tagger_file = self.params.get("chunker.tagger")
+        if tagger_file:
             tagger = "an NLTK PerceptronTagger trained here on the synthetic corpus's part-of-speech tags"
             tagger += f" ({tagger_file})" if tagger_file else ""
         else:

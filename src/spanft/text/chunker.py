@@ -9,7 +9,6 @@ files to its data directories).
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
 import random
@@ -34,7 +33,7 @@ VP: {<MD>?<RB.*>*<VB.*>+<RP>?}
 
 
 def read_tagged_sentences(path: str | Path) -> list[list[tuple[str, str]]]:
-    """``word<TAB>tag`` lines, a blank line between sentences (contract item 1)."""
+    """``word<TAB>tag`` lines, a blank line between sentences (the corpus stage's tagged sentences)."""
     sentences: list[list[tuple[str, str]]] = []
     current: list[tuple[str, str]] = []
     for number, line in read_text_lines(path, what="tagged sentences file"):
@@ -141,10 +140,9 @@ class ChunkSegmenter:
         return [self.segment(words) for words in sentences]
 
 
-def cli_train_tagger(args: argparse.Namespace) -> int:
-    sentences = read_tagged_sentences(args.tagged)
-    tagger = train_tagger(sentences, iterations=args.iterations, seed=args.seed)
-    save_tagger(tagger, args.out, inputs=[args.tagged])
-    log.info("train-tagger: %d sentences, %d tags -> %s", len(sentences), len(tagger.classes), args.out)
-    return 0
-
+def train_tagger_file(tagged_path: str | Path, out: str | Path, iterations: int = 5, seed: int = 0) -> None:
+    """The tagger stage: train on a tagged-sentences file and save the tagger to ``out``."""
+    sentences = read_tagged_sentences(tagged_path)
+    tagger = train_tagger(sentences, iterations=iterations, seed=seed)
+    save_tagger(tagger, out, inputs=[tagged_path])
+    log.info("train-tagger: %d sentences, %d tags -> %s", len(sentences), len(tagger.classes), out)

@@ -6,7 +6,6 @@ K is always the first K lines of the counts file and is deterministic.
 
 from __future__ import annotations
 
-import argparse
 import logging
 import os
 from typing import Iterable, Iterator
@@ -91,9 +90,3 @@ def _checked_top(path: str | os.PathLike, size: int) -> Iterator[tuple[tuple[str
         f"{path}: holds only {taken} n-grams, fewer than the {size} asked for (dict_size / dict_sizes): "
         f"ask for at most {taken}, lower ngrams.min_count, or count a larger corpus"
     )
-
-
-def cli_build_dict(args: argparse.Namespace) -> int:
-    written = build_dictionary(args.counts, args.size, args.out)
-    log.info("wrote %d entries to %s", written, args.out)
-    return 0

@@ -14,13 +14,12 @@ corpus tokenised in a process pool), then counted order by order with numpy:
 
 from __future__ import annotations
 
-import argparse
 import logging
 import multiprocessing
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 from tqdm import tqdm
@@ -34,6 +33,7 @@ log = logging.getLogger("spanft")
 LINE_END = "\n"  # the word appended after every line: it can never be a real word (words hold no whitespace)
 CHUNK_BYTES = 8 << 20
 SMALL_CORPUS_BYTES = 4 << 20  # below this, encode in-process (a pool costs more than it saves)
+DEFAULT_MAX_N = 5  # the longest n-gram counted and matched when nothing else says (params: ngrams.max_n)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -251,7 +251,7 @@ class _Order:
 def count_encoded(
     corpus: EncodedCorpus,
     min_n: int = 2,
-    max_n: int = 5,
+    max_n: int = DEFAULT_MAX_N,
     min_count: int = 10,
     progress: bool = True,
     release: bool = False,
@@ -333,7 +333,7 @@ def _check_orders(min_n: int, max_n: int, min_count: int) -> None:
 def count_ngrams(
     paths: Sequence[str | os.PathLike],
     min_n: int = 2,
-    max_n: int = 5,
+    max_n: int = DEFAULT_MAX_N,
     min_count: int = 10,
     pretokenized: bool = False,
     lowercase: bool = True,
@@ -361,51 +361,15 @@ def write_counts(counts: NgramCounts, path: str | os.PathLike, batch: int = 1 <<
     return len(counts)
 
 
-def count_ngrams_reference(
-    lines: Iterable[str], tokenizer: WordTokenizer, min_n: int = 2, max_n: int = 5, min_count: int = 10
-) -> list[tuple[str, int]]:
-    """The plain ``collections.Counter`` counter (benchmark reference), in canonical order."""
-    from collections import Counter
-
-    counter: Counter[str] = Counter()
-    for line in lines:
-        words = tokenizer.words(line)
-        for n in range(min_n, max_n + 1):
-            for i in range(len(words) - n + 1):
-                gram = words[i : i + n]
-                if all(has_letter_or_digit(w) for w in gram):
-                    counter[" ".join(gram)] += 1
-    kept = [(text, c) for text, c in counter.items() if c >= min_count]
-    return sorted(kept, key=lambda e: (-e[1], e[0]))
-
-
-# ----------------------------------------------------------------------------------------------
-# Dictionaries: the top-K entries of a counts file
-
-
-
-
-
-
-# ----------------------------------------------------------------------------------------------
-# Command-line handlers (arguments declared in spanft.cli)
-
-
-def cli_count_ngrams(args: argparse.Namespace) -> int:
-    check_output(args.out, inputs=args.files)  # before the long count
-    counts = count_ngrams(
-        args.files,
-        min_n=args.min_n,
-        max_n=args.max_n,
-        min_count=args.min_count,
-        pretokenized=args.pretokenized,
-        lowercase=not args.keep_case,
-        progress=not args.quiet,
-    )
+def count_ngrams_to_file(paths: Sequence[str | os.PathLike], out: str | os.PathLike, *, min_n: int = 2,
+                         max_n: int = DEFAULT_MAX_N, min_count: int = 10, lowercase: bool = True,
+                         pretokenized: bool = False, progress: bool = True) -> int:
+    """The count-ngrams stage: count ``paths`` and write the counts file; return the n-grams written."""
+    check_output(out, inputs=paths)  # before the long count
+    counts = count_ngrams(paths, min_n=min_n, max_n=max_n, min_count=min_count, pretokenized=pretokenized,
+                          lowercase=lowercase, progress=progress)
     if len(counts) == 0:
-        log.warning("no n-gram reached --min-count %d: writing an empty counts file", args.min_count)
-    written = write_counts(counts, args.out, inputs=args.files)
-    log.info("wrote %d n-grams to %s", written, args.out)
-    return 0
-
-
+        log.warning("no n-gram reached --min-count %d (ngrams.min_count): writing an empty counts file", min_count)
+    written = write_counts(counts, out, inputs=paths)
+    log.info("wrote %d n-grams to %s", written, out)
+    return written

@@ -15,11 +15,10 @@ then followed for all sentences together, one span per sentence per numpy step.
 
 from __future__ import annotations
 
-import argparse
 import json
 import logging
-import random
 import sys
+import random
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain
@@ -30,6 +29,7 @@ import numpy as np
 
 from spanft.errors import SpanftError
 from spanft.text.dictionary import iter_entries
+from spanft.text.ngrams import DEFAULT_MAX_N
 from spanft.text.words import WordTokenizer
 
 log = logging.getLogger("spanft")
@@ -67,7 +67,7 @@ class FlatSpans:
 class GreedySegmenter:
     """Greedy longest-match segmentation against an n-gram dictionary (n = 2..max_n)."""
 
-    def __init__(self, ngrams: Iterable[Sequence[str]], max_n: int = 5, lowercase: bool = True,
+    def __init__(self, ngrams: Iterable[Sequence[str]], max_n: int = DEFAULT_MAX_N, lowercase: bool = True,
                  source: str | None = None) -> None:
         if max_n < 2:
             raise SpanftError(f"max_n must be at least 2, got {max_n}")
@@ -82,7 +82,7 @@ class GreedySegmenter:
         self._build_trie(entries)
 
     @classmethod
-    def from_dictionary(cls, path: str | Path, max_n: int = 5, lowercase: bool = True) -> "GreedySegmenter":
+    def from_dictionary(cls, path: str | Path, max_n: int, lowercase: bool = True) -> "GreedySegmenter":
         """Load a dictionary file (``ngram<TAB>count`` lines; counts are not used)."""
         return cls((words for words, _ in iter_entries(path)), max_n=max_n, lowercase=lowercase,
                    source=str(path))
@@ -331,8 +331,9 @@ MAX_N = 5  # the longest dictionary n-gram the pipeline's segmentation matches (
 
 
 def make_segmenter(method: str, dict_path: str | None = None, seed: int = 0, tagger: str | None = None,
-                   keep_case: bool = False, max_n: int = MAX_N) -> Segmenter:
-    """Build the segmenter a CLI call asks for; a one-line SpanftError on a missing input."""
+                   keep_case: bool = False, *, max_n: int) -> Segmenter:
+    """The segmenter of ``method`` (n-gram and random: longest span ``max_n`` words, from params
+    ``ngrams.max_n``); a one-line SpanftError on a missing input."""
     if method not in METHODS:
         raise SpanftError(f"unknown segmentation method {method!r} (expected one of {', '.join(METHODS)})")
     if method == "chunker":
@@ -365,7 +366,8 @@ def _batched(items: Iterable, size: int) -> Iterator[list]:
         yield batch
 
 
-def _stdin_lines() -> Iterator[str]:
+def stdin_lines() -> Iterator[str]:
+    """Standard input as lines: UTF-8 (a BOM dropped), split on \n and \r\n only."""
     data = sys.stdin.buffer.read()
     try:
         text = data.decode("utf-8")
@@ -376,6 +378,15 @@ def _stdin_lines() -> Iterator[str]:
     from spanft.fileio import split_text_lines
 
     return iter(split_text_lines(text))
+
+
+def segment_lines(lines: Iterable[str], segmenter: Segmenter, pretokenized: bool = False) -> Iterator[str]:
+    """Each text line segmented and formatted (``a b | c``); words keep their case."""
+    tokenizer = WordTokenizer(lowercase=False, pretokenized=pretokenized)
+    for batch in _batched(lines, 4096):
+        sentences = tokenizer.words_batch(batch)
+        for words, lengths in zip(sentences, segmenter.segment_batch(sentences)):
+            yield format_spans(words, lengths)
 
 
 # ---- task data ----------------------------------------------------------------------------------
@@ -466,47 +477,3 @@ def read_segmentation_info(path: str | Path) -> dict:
     if METADATA_KEY not in metadata:
         raise SpanftError(f"{path}: no segmentation metadata (not written by 'spanft segment-task')")
     return json.loads(metadata[METADATA_KEY])
-
-
-
-
-# ---- CLI handlers -------------------------------------------------------------------------------
-
-def _keep_case(args: argparse.Namespace) -> bool:
-    """``--keep-case`` or DVC's ``--no-lowercase`` (from the ``words`` params dict)."""
-    return bool(args.keep_case) or getattr(args, "lowercase", None) is False
-
-
-def _segmenter_from_args(args: argparse.Namespace) -> Segmenter:
-    return make_segmenter(args.method, args.dict_path, seed=args.seed, tagger=args.tagger,
-                          keep_case=_keep_case(args))
-
-
-def cli_segment(args: argparse.Namespace) -> int:
-    segmenter = _segmenter_from_args(args)
-    from spanft.fileio import read_text_lines
-
-    tokenizer = WordTokenizer(lowercase=False, pretokenized=args.pretokenized)
-    lines = (line for _, line in read_text_lines(args.file, what="input file")) if args.file else _stdin_lines()
-    out = sys.stdout
-    try:
-        for batch in _batched(lines, 4096):
-            sentences = tokenizer.words_batch(batch)
-            for words, lengths in zip(sentences, segmenter.segment_batch(sentences)):
-                out.write(format_spans(words, lengths) + "\n")
-        out.flush()
-    except BrokenPipeError:
-        raise
-    except OSError as exc:
-        if exc.filename is not None:
-            raise
-        from spanft.errors import describe_os_error
-
-        raise SpanftError(f"<stdout>: {describe_os_error(exc)} (while writing the spans)") from None
-    return 0
-
-
-def cli_segment_task(args: argparse.Namespace) -> int:
-    segmenter = _segmenter_from_args(args)
-    segment_task_dir(args.in_dir, args.out, segmenter, inputs=[args.dict_path, args.tagger])
-    return 0

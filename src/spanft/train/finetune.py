@@ -4,7 +4,7 @@ Variants: ``baseline`` (plain fine-tuning, [CLS] head), ``sf`` (span fine-tuning
 ``cnn-noseg`` (the same CNNs over all tokens, no segmentation: the paper's "+CNN"), ``random-seg`` and
 ``chunker-seg`` (sf on random / chunker spans; the data directory decides which spans those are).
 
-Outputs (contract 8): ``<out>/predictions/<split>.tsv`` for every eval and test split and ``<out>/metrics.json``,
+Outputs: ``<out>/predictions/<split>.tsv`` for every eval and test split and ``<out>/metrics.json``,
 written last. The run directory is built beside ``<out>`` and renamed into place at the end, so an interrupted
 or failed run never leaves a ``metrics.json`` that looks complete. Checkpoints (one per epoch) go to
 ``--checkpoint-dir``; a rerun with the same settings resumes from the last complete one, and they are removed
@@ -22,7 +22,6 @@ the number of processes: they resume only under the same number.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import logging
@@ -317,20 +316,3 @@ def summary_line(summary: dict) -> str:
         f"finetune: {summary['task']} {summary['variant']} seed {summary['seed']}: {scores}; best epoch "
         f"{summary['best_epoch']}, {summary['train_seconds']:.1f} s on {summary['device']}"
     )
-
-
-def options_from_args(args: argparse.Namespace) -> FinetuneOptions:
-    """Flags given on the command line, else the ``--hparams`` block, else the FinetuneOptions defaults."""
-    from spanft.params.hparams import load_hparams
-
-    names = {f.name for f in dataclasses.fields(FinetuneOptions)} - {"extra_callbacks"}
-    values = load_hparams(args.hparams) if getattr(args, "hparams", None) else {}
-    values.update({name: getattr(args, name) for name in names if getattr(args, name, None) is not None})
-    return FinetuneOptions(**values)
-
-
-def cli_finetune(args: argparse.Namespace) -> int:
-    summary = run_finetune(options_from_args(args))
-    if os.environ.get("RANK", "0") == "0":  # torchrun and accelerate launch number the processes in RANK
-        print(summary_line(summary))
-    return 0

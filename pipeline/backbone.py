@@ -1,0 +1,30 @@
+"""Stage backbone: one backbone of params ``backbones`` (built on the corpus, fetched, or copied).
+
+    python pipeline/backbone.py tiny data/backbones/tiny --corpus data/corpus/train.txt
+    python pipeline/backbone.py bert-base data/backbones/bert-base
+"""
+
+import argparse
+import sys
+
+from spanft.model.backbone import write_backbone
+from spanft.params.backbones import backbone_spec
+from spanft.params.stage import PARAMS_FILE, run_stage
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("name", help="a backbone of params backbones")
+    parser.add_argument("out", help="model directory to write")
+    parser.add_argument("--corpus", default=None, help="corpus text file (built backbones only)")
+    args = parser.parse_args()
+
+    def make(params: dict) -> None:
+        source, spec = backbone_spec(params, args.name, PARAMS_FILE)
+        print(write_backbone(args.name, source, spec, args.out, args.corpus))
+
+    return run_stage(make)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

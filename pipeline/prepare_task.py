@@ -1,0 +1,29 @@
+"""Stage prepare_task: one task's splits as parquet (params ``data``; ``corpus.seed`` for the synthetic language).
+
+    python pipeline/prepare_task.py cola data/tasks/cola
+"""
+
+import argparse
+import sys
+
+from spanft.data.prepare import prepare_task, synthetic_sizes
+from spanft.params.stage import run_stage
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("task", help="a task of params tasks")
+    parser.add_argument("out", help="prepared task directory to write")
+    args = parser.parse_args()
+
+    def prepare(params: dict) -> None:
+        data, synthetic = params["data"], params["data"]["synthetic"]
+        sizes = synthetic_sizes(synthetic["train_size"], synthetic["eval_size"], synthetic["test_size"],
+                                synthetic["seed"], language_seed=params["corpus"]["seed"])
+        prepare_task(args.task, args.out, data["source"], data["dir"], sizes)
+
+    return run_stage(prepare, quiet=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,24 @@
+"""Stage report: every table and figure of the paper from the runs (params ``profile``, ``studies``,
+``reports``, ``dict_sizes``, ``chunker``, ``backbones``).
+
+    python pipeline/report.py data/runs data/segmented reports
+"""
+
+import argparse
+import sys
+
+from spanft.params.stage import PARAMS_FILE, run_stage
+from spanft.report.build import write_reports
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("runs", help="runs root: <study>/<backbone>/<task>/<variant>/seed<N>/")
+    parser.add_argument("segmented", help="segmented data root (ngram/, random/, chunker/, sweep/)")
+    parser.add_argument("out", help="report directory to write")
+    args = parser.parse_args()
+    return run_stage(lambda params: write_reports(params, args.runs, args.segmented, args.out, params_name=PARAMS_FILE))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

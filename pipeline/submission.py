@@ -1,0 +1,30 @@
+"""Stage submission: GLUE leaderboard zips of one glue-study backbone, one per variant, each task's best seed.
+
+    python pipeline/submission.py tiny data/runs/glue/tiny data/submissions
+"""
+
+import argparse
+import sys
+from pathlib import Path
+
+from spanft.params.stage import run_stage
+from spanft.params.studies import study_variants
+from spanft.report.build import glue_submission
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("backbone", help="a backbone of studies.glue")
+    parser.add_argument("runs", help="the backbone's glue runs: data/runs/glue/<backbone>")
+    parser.add_argument("out_dir", help="directory of the zips: glue-<backbone>-<variant>.zip")
+    args = parser.parse_args()
+
+    def zip_variants(params: dict) -> None:
+        for variant in study_variants(params, "glue"):
+            glue_submission(args.runs, variant, Path(args.out_dir) / f"glue-{args.backbone}-{variant}.zip")
+
+    return run_stage(zip_variants)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,44 @@
+"""The spanft command line, for people: each subcommand parses its flags and calls library code.
+
+The DVC graph does not go through here: its stages run ``pipeline/<stage>.py``, which read params.yaml.
+Handlers import the library lazily so that ``spanft count-ngrams`` does not pay for importing torch.
+User mistakes raise :class:`spanft.errors.SpanftError` and are printed as one line (exit 2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from typing import Sequence
+
+from spanft.cli import data, model, params, report, text, train
+from spanft.errors import run_command
+
+COMMANDS = [data.add_corpus, text.add_count_ngrams, text.add_build_dict, text.add_segment, model.add_backbone,
+            train.add_finetune, data.add_describe, data.add_prepare_task, report.add_submission,
+            text.add_segment_task, text.add_train_tagger, params.add_check_params, params.add_profile,
+            report.add_report, report.add_glue_submission]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="spanft", description=__doc__.splitlines()[0])
+    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in COMMANDS:
+        add(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=logging.WARNING if args.quiet else logging.INFO,
+        format="spanft: %(message)s",
+        stream=sys.stderr,
+    )
+    return run_command(lambda: args.run(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,54 @@
+"""``spanft report``, ``glue-submission`` and ``submission``."""
+
+from __future__ import annotations
+
+import argparse
+
+
+def add_report(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("report", help="write every table and figure of the paper from the runs (reports/)")
+    p.add_argument("--params", default="params.yaml", help="params file (profile, studies, reports, dict_sizes)")
+    p.add_argument("--runs", default="data/runs", help="runs root: <study>/<backbone>/<task>/<variant>/seed<N>/")
+    p.add_argument("--segmented", default="data/segmented", help="segmented data root (ngram/, random/, chunker/, sweep/)")
+    p.add_argument("--out", default="reports", help="report directory to write")
+    p.add_argument("--paper-values", default=None, help="published numbers YAML (default: spanft/report/paper_values.yaml)")
+    p.set_defaults(run=report)
+
+
+def report(args: argparse.Namespace) -> int:
+    from spanft.params.load import load_params
+    from spanft.report.build import write_reports
+
+    write_reports(load_params(args.params), args.runs, args.segmented, args.out, params_name=str(args.params),
+                  paper_values=args.paper_values)
+    return 0
+
+
+def add_glue_submission(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("glue-submission", help="zip GLUE leaderboard files from one backbone's best runs")
+    p.add_argument("--runs", required=True, help="one backbone's glue runs: data/runs/glue/<backbone>")
+    p.add_argument("--variant", default="sf", help="baseline | sf (default sf)")
+    p.add_argument("--out", required=True, help="zip file to write")
+    p.set_defaults(run=glue_submission)
+
+
+def glue_submission(args: argparse.Namespace) -> int:
+    from spanft.report.build import glue_submission
+
+    glue_submission(args.runs, args.variant, args.out)
+    return 0
+
+
+def add_submission(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("submission", help="zip GLUE leaderboard files from test prediction TSVs")
+    p.add_argument("--pred", action="extend", nargs="+", default=[], metavar="STEM=TSV",
+                   help="leaderboard stem (CoLA, MNLI-m, AX, ...) = predictions TSV (idx, gold, pred)")
+    p.add_argument("--out", required=True, help="zip file to write")
+    p.set_defaults(run=submission)
+
+
+def submission(args: argparse.Namespace) -> int:
+    from spanft.report.submission import parse_pred_arguments, write_glue_submission
+
+    write_glue_submission(parse_pred_arguments(args.pred), args.out)
+    return 0
