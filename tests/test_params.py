@@ -286,7 +286,7 @@ def test_optional_hparams_may_be_null_and_split_slices_are_fine(tree):
 
 
 def test_backbone_names_and_hub_ids(tree):
-    tree["backbones"]["bert"] = {"source": "hub", "hub_id": "google-bert/bert-base-uncased", "revision": "refs/pr/1"}
+    tree["backbones"]["hub"] = {"bert": {"hub_id": "google-bert/bert-base-uncased", "revision": "refs/pr/1"}}
     check_params(tree, "params.yaml")
-    tree["backbones"]["bert"]["revision"] = "v1..2"
-    assert "backbones.bert.revision: 'v1..2' is not a git revision" in _error(tree)
+    tree["backbones"]["hub"]["bert"]["revision"] = "v1..2"
+    assert "backbones.hub.bert.revision: 'v1..2' is not a git revision" in _error(tree)

@@ -187,7 +187,7 @@ def test_counts_and_dictionary_readers(data, size):
         else:
             counts.write_text("".join(row + "\n" for row in data.draw(COUNT_ROWS)), encoding="utf-8")
         one_line_or_nothing(lambda: build_dictionary(counts, size, Path(tmp) / "dict.tsv"))
-        one_line_or_nothing(lambda: GreedySegmenter.from_dictionary(counts))
+        one_line_or_nothing(lambda: GreedySegmenter.from_dictionary(counts, max_n=5))
 
 
 @FUZZ

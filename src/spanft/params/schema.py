@@ -187,6 +187,7 @@ _AT_LEAST_ONE = ("corpus.tokens", "corpus.tagged_sentences", "ngrams.min_count",
                  "reports.bootstrap.resamples")
 _SEEDS = ("corpus.seed", "data.synthetic.seed", "segmentation.random_seed",
           "reports.bootstrap.seed")
+MAX_N = 5  # the paper counts and matches n-grams of 2 to 5 words; longer ones were never studied
 SEED_LIMIT = 2**32  # numpy and torch seeds: 0 .. 2**32 - 1
 
 
@@ -200,9 +201,7 @@ def _check_counts(tree: dict, path) -> None:
 
 
 def _check_ngrams(ngrams: dict, path) -> None:
-    """Dictionary n-grams run from min_n to max_n words; segmentation looks up 2 .. MAX_N-word spans."""
-    from spanft.text.segmentation import MAX_N
-
+    """Dictionary n-grams run from min_n to max_n words, within the paper's 2 .. 5."""
     if not 2 <= ngrams["min_n"] <= ngrams["max_n"] <= MAX_N:
         raise SpanftError(f"{path}: ngrams must satisfy 2 <= min_n <= max_n <= {MAX_N} (the longest span "
                           f"segmentation matches), found min_n {ngrams['min_n']}, max_n {ngrams['max_n']}")
