@@ -1,6 +1,6 @@
 """The span fine-tuning module on top of any Hugging Face encoder (nanoGPT style: one readable file).
 
-Shapes: B batch, T tokens, S spans (padded), L pieces per span (padded), D hidden size, C labels.
+Shapes: B batch, T tokens, S spans (padded), D hidden size, C labels.
 
 How a sentence vector is built (encoder "cnn-cnn", segmentation "spans"):
   1. the backbone gives token vectors H [B, T, D];
@@ -12,13 +12,12 @@ How a sentence vector is built (encoder "cnn-cnn", segmentation "spans"):
 Padding never takes part. The convolution sees only the span itself, padded with zeros to the kernel width
 (a span of one or two pieces works), never a neighbouring span or a padded position: this is what a per-span
 ``Conv1d(padding=k//2)`` does. It is computed once on the token sequence (``SegmentConv``): every window
-position that lies outside the centre token's span is zeroed before one matmul. Spans are contiguous,
-non-overlapping sub-token ranges (as ``spanft.features`` builds them), so this equals running the Conv1d span
-by span, at T positions instead of S x L, which keeps ``sf`` close to the baseline's step time. The convolved
-pieces are then brought into [B, S, L, D] with one indexed gather (L <= ``max_span_len``; see ``gather_width``);
-padded positions are filled with -inf before the max-pool, and a span (or example) with nothing real pools to
-zeros. Across spans, padded spans (length 0, at the tail of each row as ``SpanCollator`` pads) are treated the
-same way.
+position that lies outside the centre token's span is zeroed before one matmul. Spans are contiguous, non-overlapping sub-token ranges (as ``spanft.features`` builds them), so this equals
+running the Conv1d span by span, at T positions instead of S x L. The max-pool within spans is one scatter-max
+from tokens into their span's slot (``segment_max``): every tensor stays [B, T, D] or [B, S, D], with no Python
+loop over spans or sentences and no read of the batch's lengths back to the host, which keeps ``sf`` close to
+the baseline's step time. A span (or example) with nothing real pools to zeros. Across spans, padded spans
+(length 0, at the tail of each row as ``SpanCollator`` pads) are masked before the max-pool.
 
 Tagging (NER) has no across-span pooling: each token gets its span's vector (zeros outside every span), joined
 with its own vector, then a token classifier. ``segmentation: none`` (the "+CNN" ablation) runs the same conv
@@ -112,42 +111,39 @@ class SpanConfig:
 # Building blocks
 
 
-def gather_width(span_lengths: torch.Tensor, limit: int) -> int:
-    """Pieces per span in the gather (L): at most ``limit``, so a longer span keeps its first ``limit`` pieces.
+def token_span_ids(span_starts: torch.Tensor, span_lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
+    """Span index of every token [B, T]; -1 for tokens in no span (specials are spans; padding is not).
 
-    On an accelerator always ``limit``: reading the batch's longest span would stall the device queue once
-    per step, and the wider masked max costs next to nothing there. On CPU the batch's longest span.
+    Spans do not overlap, so a running sum of +(s + 1) at each span's start and -(s + 1) at its end is s + 1
+    inside span s and 0 elsewhere, whatever the order of the spans; a padded span (length 0) adds nothing.
     """
-    if span_lengths.device.type != "cpu":
-        return limit
-    return max(1, min(limit, int(span_lengths.max()))) if span_lengths.numel() else 1
+    batch, spans = span_starts.shape
+    label = torch.arange(1, spans + 1, device=span_starts.device).expand(batch, spans)
+    starts = span_starts.clamp(0, seq_len)
+    ends = (span_starts + span_lengths).clamp(0, seq_len)
+    delta = torch.zeros(batch, seq_len + 1, dtype=torch.long, device=span_starts.device)
+    delta.scatter_add_(1, starts, label).scatter_add_(1, ends, -label)
+    return delta.cumsum(dim=1)[:, :seq_len] - 1
 
 
-def span_positions(
-    span_starts: torch.Tensor, span_lengths: torch.Tensor, max_len: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token position of every span piece [B, S, L] and whether it is real [B, S, L] (padding points at 0)."""
-    offsets = torch.arange(max_len, device=span_starts.device)
-    positions = span_starts.unsqueeze(-1) + offsets  # [B, S, L]
-    mask = offsets < span_lengths.unsqueeze(-1)  # [B, S, L]
-    return positions.masked_fill(~mask, 0), mask
+def _slots(span_ids: torch.Tensor, spans: int) -> torch.Tensor:
+    """Scatter target of every token: its span, or a spare slot ``spans`` (cut off afterwards) when in none."""
+    return torch.where(span_ids >= 0, span_ids, spans)
 
 
-def gather_spans(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-    """One indexed gather: x [B, T, D], positions [B, S, L] -> [B, S, L, D]."""
-    batch = torch.arange(x.size(0), device=x.device).view(-1, 1, 1)
-    return x[batch, positions.clamp(max=x.size(1) - 1)]
+def segment_max(x: torch.Tensor, span_ids: torch.Tensor, spans: int) -> torch.Tensor:
+    """Max over each span's tokens: x [B, T, D], span ids [B, T] -> [B, S, D]; zeros for a span with no token."""
+    index = _slots(span_ids, spans).unsqueeze(-1).expand_as(x)
+    out = x.new_zeros(x.size(0), spans + 1, x.size(-1))
+    return out.scatter_reduce(1, index, x, reduce="amax", include_self=False)[:, :spans]
 
 
-def token_span_ids(positions: torch.Tensor, mask: torch.Tensor, seq_len: int) -> torch.Tensor:
-    """Span index of every token [B, T]; -1 for tokens in no span (specials are spans; padding is not)."""
-    batch, spans, pieces = positions.shape
-    span_index = torch.arange(spans, device=positions.device).view(1, -1, 1).expand(batch, spans, pieces)
-    # Padded pieces (and anything out of range) are written to a spare column that is cut off afterwards.
-    target = torch.where(mask & (positions < seq_len), positions, seq_len)
-    ids = torch.full((batch, seq_len + 1), -1, dtype=torch.long, device=positions.device)
-    ids.scatter_(1, target.reshape(batch, -1), span_index.reshape(batch, -1))
-    return ids[:, :seq_len]
+def segment_sum(x: torch.Tensor, span_ids: torch.Tensor, spans: int) -> torch.Tensor:
+    """Sum over each span's tokens: x [B, T, ...], span ids [B, T] -> [B, S, ...]."""
+    slots = _slots(span_ids, spans)
+    index = slots.view(*slots.shape, *([1] * (x.dim() - 2))).expand_as(x)
+    out = x.new_zeros(x.size(0), spans + 1, *x.shape[2:])
+    return out.scatter_add(1, index, x)[:, :spans]
 
 
 def masked_max(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -171,7 +167,7 @@ class SegmentConv(nn.Module):
     def forward(self, x: torch.Tensor, segment_ids: torch.Tensor) -> torch.Tensor:
         k, half = self.conv.kernel_size[0], self.conv.kernel_size[0] // 2
         batch, length, hidden = x.shape
-        windows = F.pad(x, (0, 0, half, half)).unfold(1, k, 1)  # [B, N, D, k]
+        windows = F.pad(x, (0, 0, half, half)).unfold(1, k, 1)  # [B, N, D, k], a view
         window_ids = F.pad(segment_ids, (half, half), value=-1).unfold(1, k, 1)  # [B, N, k]
         same = (window_ids == segment_ids.unsqueeze(-1)) & (segment_ids >= 0).unsqueeze(-1)  # [B, N, k]
         windows = windows * same.unsqueeze(2).to(x.dtype)  # zero what the per-segment conv would not see
@@ -199,6 +195,19 @@ class AttentivePooling(nn.Module):
         weights = torch.softmax(scores.float(), dim=-1).to(x.dtype) * mask.to(x.dtype)  # [..., N]
         return (weights.unsqueeze(-1) * x).sum(dim=-2)
 
+    def pool_segments(self, x: torch.Tensor, segment_ids: torch.Tensor, segments: int) -> torch.Tensor:
+        """Weighted sum within each segment: x [B, N, D], segment ids [B, N] (-1: none) -> [B, S, D]."""
+        scores = self.scores(x).float()  # [B, N]
+        inside = segment_ids >= 0
+        slots = segment_ids.clamp(min=0)
+        # the softmax does not change when a constant is taken from a segment's scores: its max, for stability
+        top = segment_max(scores.detach().unsqueeze(-1), segment_ids, segments).squeeze(-1)  # [B, S]
+        shifted = torch.where(inside, scores - top.gather(1, slots), 0.0)  # <= 0 inside; no inf to mask out
+        exp = torch.where(inside, torch.exp(shifted), 0.0)
+        total = segment_sum(exp, segment_ids, segments)  # [B, S]; >= 1 for a segment with a token
+        weights = exp / torch.where(inside, total.gather(1, slots), 1.0)
+        return segment_sum(weights.to(x.dtype).unsqueeze(-1) * x, segment_ids, segments)
+
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return self.pool(x, self.scores(x), mask)
 
@@ -221,16 +230,14 @@ class SpanEncoder(nn.Module):
         self, hidden: torch.Tensor, span_starts: torch.Tensor, span_lengths: torch.Tensor
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """H [B, T, D] -> span vectors [B, S, D], span mask [B, S], token -> span ids [B, T]."""
-        max_len = gather_width(span_lengths, self.config.max_span_len)
-        positions, piece_mask = span_positions(span_starts, span_lengths, max_len)  # [B, S, L] x2
-        span_ids = token_span_ids(positions, piece_mask, hidden.size(1))  # [B, T]
+        lengths = span_lengths.clamp(max=self.config.max_span_len)  # a longer span keeps its first pieces
+        spans = span_starts.size(1)
+        span_ids = token_span_ids(span_starts, lengths, hidden.size(1))  # [B, T]
         if isinstance(self.within, SegmentConv):
-            pieces = gather_spans(F.relu(self.within(hidden, span_ids)), positions)  # [B, S, L, D]
-            spans = masked_max(pieces, piece_mask)  # [B, S, D]
+            vectors = segment_max(F.relu(self.within(hidden, span_ids)), span_ids, spans)
         else:
-            scores = gather_spans(self.within.scores(hidden).unsqueeze(-1), positions).squeeze(-1)  # [B, S, L]
-            spans = self.within.pool(gather_spans(hidden, positions), scores, piece_mask)  # [B, S, D]
-        return spans, piece_mask.any(dim=-1), span_ids
+            vectors = self.within.pool_segments(hidden, span_ids, spans)
+        return vectors, lengths > 0, span_ids
 
     def sentence_vector(self, spans: torch.Tensor, span_mask: torch.Tensor) -> torch.Tensor:
         """Span vectors [B, S, D] -> s [B, D]."""
