@@ -102,3 +102,55 @@ def test_trainer_batches_follow_the_length_grouped_order(tmp_path):
         for batch in batches:  # dynamic padding: each batch as wide as its longest example
             examples = batch["input_ids"][:, 0].numpy() - 1
             assert batch["input_ids"].shape[1] == max(lengths[i] for i in examples)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), limit=st.sampled_from([None, 1, 2, 3]))
+def test_collator_span_ids_against_a_loop(data, limit):
+    """Each example: contiguous spans from position 0 with gaps, cut at ``limit`` pieces; -1 elsewhere."""
+    features = []
+    for _ in range(data.draw(st.integers(1, 4))):
+        length = data.draw(st.integers(1, 12))
+        starts, lengths, position = [], [], 0
+        while position < length:
+            width = data.draw(st.integers(1, length - position))
+            if data.draw(st.booleans()):
+                starts.append(position)
+                lengths.append(width)
+            position += width
+        features.append({"input_ids": [7] * length, "attention_mask": [1] * length,
+                         "span_starts": starts, "span_lengths": lengths, "labels": 0})
+    batch = SpanCollator(SimpleNamespace(pad_token_id=0), max_span_len=limit)(features)
+    width = batch["input_ids"].shape[1]
+    for row, feature in enumerate(features):
+        want = [-1] * width
+        for span, (start, length) in enumerate(zip(feature["span_starts"], feature["span_lengths"])):
+            for position in range(start, start + min(length, limit or length)):
+                want[position] = span
+        assert batch["span_ids"][row].tolist() == want
+
+
+def test_model_given_the_collator_span_ids_equals_the_model_deriving_them():
+    torch.manual_seed(0)
+    backbone = BertModel(BertConfig(vocab_size=50, hidden_size=8, num_hidden_layers=1, num_attention_heads=2,
+                                    intermediate_size=16, max_position_embeddings=64))
+    rng = np.random.default_rng(0)
+    features = []
+    for length in (9, 14, 5):
+        pieces = rng.integers(1, 6, size=length).tolist()
+        starts = np.cumsum([0, *pieces])[:-1]
+        keep = starts < length
+        features.append({"input_ids": rng.integers(5, 50, length).tolist(), "attention_mask": [1] * length,
+                         "span_starts": starts[keep].tolist(),
+                         "span_lengths": np.minimum(np.array(pieces)[keep], length - starts[keep]).tolist(),
+                         "labels": 1})
+    for encoder in ("cnn-cnn", "attention-max"):
+        for task_type in ("single", "tagging"):
+            model = SpanModel(backbone, SpanConfig(encoder=encoder, task_type=task_type, max_span_len=3,
+                                                   num_labels=2, dropout=0.0)).eval()
+            batch = SpanCollator(SimpleNamespace(pad_token_id=0), max_span_len=3)(features)
+            batch.pop("labels")
+            with torch.no_grad():
+                given_ids = model(**batch).logits
+                derived = model(**{k: v for k, v in batch.items() if k != "span_ids"}).logits
+            torch.testing.assert_close(given_ids, derived)

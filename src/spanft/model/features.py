@@ -35,6 +35,7 @@ log = logging.getLogger("spanft")
 
 IGNORE_INDEX = -100  # label of sub-tokens that carry no tag (not a word's first piece, special, padding)
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "span_starts", "span_lengths", "labels")
+SPAN_KEYS = ("span_starts", "span_lengths", "span_ids")
 
 
 @dataclass(frozen=True)
@@ -347,11 +348,14 @@ class SpanCollator:
     """Dynamic padding of a list of feature dicts (what the HF Trainer hands a data collator).
 
     input_ids with the tokenizer's pad id, attention_mask / token_type_ids with 0, spans with (start 0,
-    length 0), tagging labels with -100. Keys that are not model inputs (``idx``) are left out.
+    length 0), tagging labels with -100. Keys that are not model inputs (``idx``) are left out. With spans, it
+    adds ``span_ids`` [B, T]: the span of every token (-1 for none), spans cut at ``max_span_len`` pieces (the
+    model's limit), so the training step does not derive them.
     """
 
     tokenizer: Any
     pad_to_multiple_of: int | None = None
+    max_span_len: int | None = None
 
     def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
         if not features:
@@ -368,9 +372,28 @@ class SpanCollator:
             if key == "labels" and np.ndim(rows[0]) == 0:
                 batch[key] = torch.tensor(rows, dtype=torch.float32 if _is_float(rows) else torch.long)
             else:
-                multiple = self.pad_to_multiple_of if key not in ("span_starts", "span_lengths") else None
+                multiple = self.pad_to_multiple_of if key not in SPAN_KEYS else None
                 batch[key] = _pad_rows(rows, pad_values[key], multiple)
+        if "span_starts" in batch:
+            lengths = batch["span_lengths"].numpy()
+            if self.max_span_len is not None:
+                lengths = np.minimum(lengths, self.max_span_len)
+            batch["span_ids"] = torch.from_numpy(
+                token_span_rows(batch["span_starts"].numpy(), lengths, batch["input_ids"].shape[1]))
         return batch
+
+
+def token_span_rows(starts: np.ndarray, lengths: np.ndarray, width: int) -> np.ndarray:
+    """Span index of every token [B, width] from span starts / lengths [B, S]; -1 for tokens in no span."""
+    batch, spans = starts.shape
+    counts = lengths.reshape(-1)
+    row = np.repeat(np.repeat(np.arange(batch), spans), counts)
+    span = np.repeat(np.tile(np.arange(spans), batch), counts)
+    column = np.repeat(starts.reshape(-1), counts) + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    inside = column < width
+    ids = np.full((batch, width), -1, dtype=np.int64)
+    ids[row[inside], column[inside]] = span[inside]
+    return ids
 
 
 def _is_float(values: Sequence) -> bool:

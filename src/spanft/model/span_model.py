@@ -135,7 +135,7 @@ def segment_max(x: torch.Tensor, span_ids: torch.Tensor, spans: int) -> torch.Te
     """Max over each span's tokens: x [B, T, D], span ids [B, T] -> [B, S, D]; zeros for a span with no token."""
     index = _slots(span_ids, spans).unsqueeze(-1).expand_as(x)
     out = x.new_zeros(x.size(0), spans + 1, x.size(-1))
-    return out.scatter_reduce(1, index, x, reduce="amax", include_self=False)[:, :spans]
+    return out.scatter_reduce_(1, index, x, reduce="amax", include_self=False)[:, :spans]
 
 
 def segment_sum(x: torch.Tensor, span_ids: torch.Tensor, spans: int) -> torch.Tensor:
@@ -143,7 +143,7 @@ def segment_sum(x: torch.Tensor, span_ids: torch.Tensor, spans: int) -> torch.Te
     slots = _slots(span_ids, spans)
     index = slots.view(*slots.shape, *([1] * (x.dim() - 2))).expand_as(x)
     out = x.new_zeros(x.size(0), spans + 1, *x.shape[2:])
-    return out.scatter_add(1, index, x)[:, :spans]
+    return out.scatter_add_(1, index, x)[:, :spans]
 
 
 def masked_max(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -170,7 +170,7 @@ class SegmentConv(nn.Module):
         windows = F.pad(x, (0, 0, half, half)).unfold(1, k, 1)  # [B, N, D, k], a view
         window_ids = F.pad(segment_ids, (half, half), value=-1).unfold(1, k, 1)  # [B, N, k]
         same = (window_ids == segment_ids.unsqueeze(-1)) & (segment_ids >= 0).unsqueeze(-1)  # [B, N, k]
-        windows = windows * same.unsqueeze(2).to(x.dtype)  # zero what the per-segment conv would not see
+        windows = windows * same.unsqueeze(2)  # zero what the per-segment conv would not see
         weight = self.conv.weight.reshape(hidden, hidden * k)  # [D_out, D_in * k], same (D_in, k) order
         return F.linear(windows.reshape(batch, length, hidden * k), weight, self.conv.bias)  # [B, N, D]
 
@@ -227,17 +227,23 @@ class SpanEncoder(nn.Module):
         self.across = None if config.is_tagging or config.across == "max" else make[config.across]()
 
     def span_vectors(
-        self, hidden: torch.Tensor, span_starts: torch.Tensor, span_lengths: torch.Tensor
+        self, hidden: torch.Tensor, span_starts: torch.Tensor, span_lengths: torch.Tensor,
+        span_ids: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """H [B, T, D] -> span vectors [B, S, D], span mask [B, S], token -> span ids [B, T]."""
-        lengths = span_lengths.clamp(max=self.config.max_span_len)  # a longer span keeps its first pieces
+        """H [B, T, D] -> span vectors [B, S, D], span mask [B, S], token -> span ids [B, T].
+
+        ``span_ids`` may come with the batch (``SpanCollator`` builds them on the host, cut at the same
+        ``max_span_len``), which spares the device the kernels that derive them from starts and lengths.
+        """
         spans = span_starts.size(1)
-        span_ids = token_span_ids(span_starts, lengths, hidden.size(1))  # [B, T]
+        if span_ids is None:
+            lengths = span_lengths.clamp(max=self.config.max_span_len)  # a longer span keeps its first pieces
+            span_ids = token_span_ids(span_starts, lengths, hidden.size(1))  # [B, T]
         if isinstance(self.within, SegmentConv):
             vectors = segment_max(F.relu(self.within(hidden, span_ids)), span_ids, spans)
         else:
             vectors = self.within.pool_segments(hidden, span_ids, spans)
-        return vectors, lengths > 0, span_ids
+        return vectors, span_lengths > 0, span_ids
 
     def sentence_vector(self, spans: torch.Tensor, span_mask: torch.Tensor) -> torch.Tensor:
         """Span vectors [B, S, D] -> s [B, D]."""
@@ -250,25 +256,25 @@ class SpanEncoder(nn.Module):
 
     def classify_features(
         self, hidden: torch.Tensor, attention_mask: torch.Tensor,
-        span_starts: torch.Tensor | None, span_lengths: torch.Tensor | None,
+        span_starts: torch.Tensor | None, span_lengths: torch.Tensor | None, span_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Sentence vector s [B, D]."""
         if self.config.segmentation == "none":  # +CNN: both conv layers over the token sequence
             segment = torch.where(attention_mask.bool(), 0, -1)  # [B, T]
             tokens = F.relu(self.within(hidden, segment))
             return self.sentence_vector(tokens, attention_mask.bool())
-        spans, span_mask, _ = self.span_vectors(hidden, span_starts, span_lengths)
+        spans, span_mask, _ = self.span_vectors(hidden, span_starts, span_lengths, span_ids)
         return self.sentence_vector(spans, span_mask)
 
     def token_features(
         self, hidden: torch.Tensor, attention_mask: torch.Tensor,
-        span_starts: torch.Tensor | None, span_lengths: torch.Tensor | None,
+        span_starts: torch.Tensor | None, span_lengths: torch.Tensor | None, span_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Each token's span vector [B, T, D] (zeros for tokens in no span)."""
         if self.config.segmentation == "none":
             segment = torch.where(attention_mask.bool(), 0, -1)
             return F.relu(self.within(hidden, segment)) * attention_mask.unsqueeze(-1).to(hidden.dtype)
-        spans, _, span_ids = self.span_vectors(hidden, span_starts, span_lengths)
+        spans, _, span_ids = self.span_vectors(hidden, span_starts, span_lengths, span_ids)
         batch = torch.arange(hidden.size(0), device=hidden.device).unsqueeze(-1)
         scattered = spans[batch, span_ids.clamp(min=0)]  # [B, T, D]
         return scattered * (span_ids >= 0).unsqueeze(-1).to(spans.dtype)
@@ -305,6 +311,7 @@ class SpanModel(nn.Module):
         span_starts: torch.Tensor | None = None,
         span_lengths: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
+        span_ids: torch.Tensor | None = None,
     ) -> SequenceClassifierOutput | TokenClassifierOutput:
         config = self.span_config
         if config.needs_spans and (span_starts is None or span_lengths is None):
@@ -313,7 +320,7 @@ class SpanModel(nn.Module):
         if token_type_ids is not None:
             inputs["token_type_ids"] = token_type_ids
         out = self.backbone(**inputs)
-        spans = (attention_mask, span_starts, span_lengths)
+        spans = (attention_mask, span_starts, span_lengths, span_ids)
         if config.is_tagging:
             logits = self.classifier(self.dropout(self._token_features(out.last_hidden_state, *spans)))  # [B, T, C]
             loss = None if labels is None else classification_loss(logits, labels)
@@ -325,12 +332,13 @@ class SpanModel(nn.Module):
             loss = loss_fn(logits, labels)
         return SequenceClassifierOutput(loss=loss, logits=logits)
 
-    def _sentence_features(self, out, attention_mask, span_starts, span_lengths) -> torch.Tensor:
+    def _sentence_features(self, out, attention_mask, span_starts, span_lengths, span_ids) -> torch.Tensor:
         head = self.span_config.head
         parts = []
         if head != "cls-only":
             hidden = out.last_hidden_state  # [B, T, D]
-            parts.append(self.span_encoder.classify_features(hidden, attention_mask, span_starts, span_lengths))
+            parts.append(self.span_encoder.classify_features(hidden, attention_mask, span_starts, span_lengths,
+                                                             span_ids))
         if head != "span-only":
             parts.append(self._cls_vector(out))
         return torch.cat(parts, dim=-1)  # [B, D] or [B, 2D]
@@ -342,13 +350,13 @@ class SpanModel(nn.Module):
             raise SpanftError("cls_vector: pooler, but the backbone returned no pooler_output; use cls_vector: hidden")
         return out.pooler_output
 
-    def _token_features(self, hidden, attention_mask, span_starts, span_lengths) -> torch.Tensor:
+    def _token_features(self, hidden, attention_mask, span_starts, span_lengths, span_ids) -> torch.Tensor:
         head = self.span_config.head
         parts = []
         if head != "span-only":
             parts.append(hidden)
         if head != "cls-only":
-            parts.append(self.span_encoder.token_features(hidden, attention_mask, span_starts, span_lengths))
+            parts.append(self.span_encoder.token_features(hidden, attention_mask, span_starts, span_lengths, span_ids))
         return torch.cat(parts, dim=-1)  # [B, T, D] or [B, T, 2D]
 
     def backbone_parameter_count(self) -> int:
