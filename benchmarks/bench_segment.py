@@ -1,5 +1,10 @@
 """Segmentation throughput (words/s) against word tokenization alone, measured in the same run, one core.
 
+Three ways to segment the same words: ``segment_batch`` (Python lists in, lists of span lengths out: the
+``spanft segment`` command's path), ``segment_flat`` (lists in, flat arrays out) and ``segment_arrow`` (a
+``list<string>`` arrow column in, a ``list<int32>`` column out: the ``segment-task`` stage's path on prepared
+parquet data; the column is built once from the tokenized words, as the prepared data stores them).
+
 A realistic dictionary: n-grams (2..5, min count 10, top ``--dict-size``) counted with ``spanft.ngrams``
 on a synthetic corpus (``spanft.corpus``); the text segmented is a second synthetic corpus with
 another seed, tokenized as the segment stages do (``WordTokenizer(lowercase=False)``; the segmenter
@@ -78,6 +83,11 @@ def main() -> None:
     tokenize_s = best_of(args.repeats, lambda: [tokenizer.words_batch(b) for b in line_batches])
     flat_s = best_of(args.repeats, lambda: [segmenter.segment_flat(b) for b in batches])
     lists_s = best_of(args.repeats, lambda: [segmenter.segment_batch(b) for b in batches])
+    import pyarrow as pa
+
+    columns = [pa.array(b, pa.list_(pa.string())) for b in batches]
+    arrow_s = best_of(args.repeats, lambda: [segmenter.segment_arrow(c) for c in columns])
+    assert [segmenter.segment_arrow(c).to_pylist() for c in columns[:2]] == [segmenter.segment_batch(b) for b in batches[:2]]
     random_s = best_of(1, lambda: [RandomSegmenter(segmenter, seed=0).segment_batch(b) for b in batches[:4]])
     random_words = sum(len(s) for b in batches[:4] for s in b)
     spans = sum(int(segmenter.segment_flat(b).counts().sum()) for b in batches)
@@ -88,9 +98,12 @@ def main() -> None:
     print(f"tokenize (WordTokenizer.words)       : {words / tokenize_s / 1e6:6.2f} M words/s")
     print(f"segment_flat (arrays)                : {words / flat_s / 1e6:6.2f} M words/s")
     print(f"segment_batch (lists of span lengths): {words / lists_s / 1e6:6.2f} M words/s")
+    print(f"segment_arrow (arrow column)         : {words / arrow_s / 1e6:6.2f} M words/s")
     print(f"random segmenter                     : {random_words / random_s / 1e6:6.2f} M words/s")
     print(f"segment_batch time / tokenize time   : {lists_s / tokenize_s:.2f}")
     print(f"(tokenize + segment_batch) / tokenize: {(tokenize_s + lists_s) / tokenize_s:.2f}")
+    print(f"(tokenize + segment_flat) / tokenize : {(tokenize_s + flat_s) / tokenize_s:.2f}")
+    print(f"(tokenize + segment_arrow) / tokenize: {(tokenize_s + arrow_s) / tokenize_s:.2f}")
 
 
 def _load(dict_path: Path) -> GreedySegmenter:

@@ -2,11 +2,18 @@
 
     python benchmarks/cost_model.py --gpu "A100 80GB" --step-ms-base 110 --large-factor 3.2 \\
         [--params profiles/paper.yaml] [--sf-overhead R] [--eval-fraction F]
+    python benchmarks/cost_model.py --timings step.json [--data-root data/tasks | --stand-in] [--tokenizer DIR]
 
-Model (every assumption printed with the tables):
+Model (every assumption printed with the tables, each input marked measured or assumed):
 - a training step of a base-size backbone at batch 32 x 128 tokens takes ``--step-ms-base`` ms on the GPU; a
-  large backbone (``large`` in its name or hub id) takes ``--large-factor`` times that; a task whose
-  ``hparams`` use another batch size or sequence length scales linearly in tokens per step (batch x length);
+  large backbone (``large`` in its name or hub id) takes ``--large-factor`` times that. With ``--timings`` (the
+  JSON of ``bench_step.py`` on a GPU) these come from measured steps instead: per size, a least-squares line
+  ms = fixed + per-token x tokens through the measured baseline steps (32 x 32, 64, 128 and the length-grouped
+  real-length case; slope kept >= 0), and the sf overhead is the mean measured sf / baseline ratio;
+- tokens per step: with ``--data-root`` (prepared ``<task>/<train split>.parquet``) or ``--stand-in`` (synthetic
+  stand-in splits), the tokens of length-grouped, dynamically padded batches of the task's real example lengths
+  (tokenized as ``encode_split`` does, cut at the task's ``max_seq_len``), as the Trainer builds them; for a task
+  without lengths, batch x max_seq_len (an upper bound: every example padded to the cap);
 - a run with the span module (every variant but ``baseline``) takes ``--sf-overhead`` times a baseline step;
   the default is the sf / baseline step ratio measured in benchmarks/RESULTS.md (bench_step.py), preferring
   a GPU bert-base row, then all-MiniLM-L6-v2 on CPU, then the tiny backbone;
@@ -24,19 +31,25 @@ Model loading, data preparation, n-gram counting and segmentation are not counte
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import math
 import os
 import re
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
+import numpy as np
 import pandas as pd
 import yaml
 
 from spanft.errors import SpanftError
 from spanft.params.studies import planned_runs
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_padding import padded_tokens_per_step  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "RESULTS.md"
@@ -59,6 +72,10 @@ class Assumptions:
     large_factor: float
     sf_overhead: float  # step time with the span module / without
     eval_fraction: float = 0.10
+    # share of a step that does not grow with its tokens (kernel launches, optimizer), per size; 0 = linear
+    fixed_share: Mapping[str, float] = field(default_factory=dict)
+    # measured training-example lengths (sub-tokens, specials included) per task; absent: padded to the cap
+    lengths: Mapping[str, np.ndarray] = field(default_factory=dict, compare=False)
 
     def check(self) -> None:
         for name in ("step_ms_base", "large_factor", "sf_overhead"):
@@ -120,12 +137,28 @@ def _required(hparams: dict, key: str, task: str, source: str) -> Any:
     return hparams[key]
 
 
+def tokens_per_step(task: str, batch: int, max_seq_len: int, assumptions: Assumptions) -> float:
+    """Tokens of a training batch after dynamic padding: from the task's measured lengths, else the cap."""
+    if task not in assumptions.lengths:
+        return float(batch * max_seq_len)
+    return _grouped_tokens(assumptions.lengths[task].tobytes(), batch, max_seq_len)
+
+
+@lru_cache(maxsize=None)
+def _grouped_tokens(lengths: bytes, batch: int, max_seq_len: int) -> float:
+    capped = np.minimum(np.frombuffer(lengths, dtype=np.int64), max_seq_len)
+    return padded_tokens_per_step(capped, batch)
+
+
 def step_ms(run: Run, params: dict, assumptions: Assumptions, source: str = "params") -> float:
     """Milliseconds of one training step of this run."""
     hparams = _key(params, f"hparams.{run.task}", source)
-    tokens = int(hparams.get("batch_size", REFERENCE_BATCH)) * int(hparams.get("max_seq_len", REFERENCE_LEN))
-    ms = assumptions.step_ms_base * tokens / (REFERENCE_BATCH * REFERENCE_LEN)
-    if backbone_size(run.backbone, params) == "large":
+    batch, max_len = int(hparams.get("batch_size", REFERENCE_BATCH)), int(hparams.get("max_seq_len", REFERENCE_LEN))
+    size = backbone_size(run.backbone, params)
+    fixed = assumptions.fixed_share.get(size, 0.0)
+    scale = tokens_per_step(run.task, batch, max_len, assumptions) / (REFERENCE_BATCH * REFERENCE_LEN)
+    ms = assumptions.step_ms_base * (fixed + (1 - fixed) * scale)
+    if size == "large":
         ms *= assumptions.large_factor
     return ms if run.variant == "baseline" else ms * assumptions.sf_overhead
 
@@ -142,6 +175,71 @@ def cost_table(params: dict, assumptions: Assumptions, source: str = "params") -
                      "gpu_hours": hours})
     return pd.DataFrame(rows, columns=["study", "backbone", "task", "variant", "seed", "size", "steps", "step_ms",
                                        "gpu_hours"])
+
+
+# ------------------------------------------------------------------------------------------------ measured inputs
+
+
+@dataclass(frozen=True)
+class StepFit:
+    """A measured step-time line of one backbone size: ms = fixed + per_token x tokens (baseline head)."""
+
+    fixed_ms: float
+    per_token_ms: float
+    sf_overhead: float
+    points: int
+    device: str
+
+    def at(self, tokens: float) -> float:
+        return self.fixed_ms + self.per_token_ms * tokens
+
+
+def fit_step_times(timings: dict, size: str) -> StepFit:
+    """Least-squares line through the baseline steps of ``bench_step.py``'s GPU rows of one size."""
+    prefix = {"base": "bert-base-gpu", "large": "bert-large-gpu"}[size]  # the 32 x T rows and the grouped one
+    rows = [row for name, row in timings.items() if name.startswith(prefix)]
+    if len(rows) < 2:
+        raise CostModelError(f"--timings: fewer than two '{prefix}' rows: run bench_step.py on a GPU")
+    tokens = np.array([row["tokens_per_step"] for row in rows])
+    ms = np.array([row["baseline_mean_s"] * 1000 for row in rows])
+    slope, intercept = np.polyfit(tokens, ms, 1)
+    if slope < 0:  # steps that do not grow with tokens: a flat line at the mean
+        slope, intercept = 0.0, float(ms.mean())
+    overhead = float(np.mean([row["sf_mean_s"] / row["baseline_mean_s"] for row in rows]))
+    return StepFit(float(intercept), float(slope), overhead, len(rows), rows[0].get("device", "?"))
+
+
+def measured_assumptions(timings: dict, eval_fraction: float, lengths: Mapping[str, np.ndarray]) -> Assumptions:
+    """Step time, large factor, sf overhead and fixed shares from measured GPU steps."""
+    base, large = fit_step_times(timings, "base"), fit_step_times(timings, "large")
+    reference = REFERENCE_BATCH * REFERENCE_LEN
+    return Assumptions(
+        step_ms_base=base.at(reference), large_factor=large.at(reference) / base.at(reference),
+        sf_overhead=(base.sf_overhead + large.sf_overhead) / 2, eval_fraction=eval_fraction,
+        fixed_share={"base": base.fixed_ms / base.at(reference), "large": large.fixed_ms / large.at(reference)},
+        lengths=lengths,
+    )
+
+
+def task_lengths(params: dict, data_root: Path | None, tokenizer_dir: str | None, stand_in: int) -> dict:
+    """Measured training-example lengths of every task in the profile that has data (``bench_padding``)."""
+    from bench_padding import example_lengths_of, task_frame
+    from transformers import AutoTokenizer
+
+    from bench_step import minilm_dir
+
+    tokenizer_dir = tokenizer_dir or minilm_dir()
+    if tokenizer_dir is None:
+        raise CostModelError("--data-root / --stand-in need a tokenizer: --tokenizer DIR")
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
+    lengths = {}
+    for task in params.get("hparams", {}):
+        if task not in TRAIN_EXAMPLES:
+            continue
+        spec, frame, _ = task_frame(task, data_root, stand_in)
+        if frame is not None:
+            lengths[task] = example_lengths_of(frame, spec.is_pair, tokenizer, 512)
+    return lengths
 
 
 def study_summary(table: pd.DataFrame, study: str) -> pd.DataFrame:
@@ -188,7 +286,7 @@ def load_params(path: Path) -> dict:
 
 
 def report(params: dict, table: pd.DataFrame, assumptions: Assumptions, gpu: str, source: str,
-           overhead_source: str) -> str:
+           overhead_source: str, inputs: list[str] | None = None) -> str:
     lines = [f"Cost model: {source} (profile {params.get('profile', '?')}), GPU-hours on {gpu}", ""]
     for study in table["study"].unique():
         summary = study_summary(table, study)
@@ -203,23 +301,38 @@ def report(params: dict, table: pd.DataFrame, assumptions: Assumptions, gpu: str
     sizes = ", ".join(f"{name}: {backbone_size(name, params)}" for name in table["backbone"].unique())
     lines += [
         "Assumptions:",
-        f"- base backbone training step at batch {REFERENCE_BATCH} x {REFERENCE_LEN}: {assumptions.step_ms_base:g} ms on "
-        f"{gpu}; large backbones x {assumptions.large_factor:g} ({sizes}); other batch x length scale linearly",
+        f"- base backbone training step at batch {REFERENCE_BATCH} x {REFERENCE_LEN}: {assumptions.step_ms_base:.4g} ms on "
+        f"{gpu}; large backbones x {assumptions.large_factor:.3g} ({sizes}); a step's fixed share stays, the rest "
+        f"scales with its tokens",
         f"- span module (every variant but baseline): x {assumptions.sf_overhead:.3f} per step ({overhead_source})",
         f"- steps per run = ceil(train examples / batch) x epochs (hparams of {source}); evaluation and "
         f"prediction add {assumptions.eval_fraction:.0%} of the training time",
         "- train examples: " + ", ".join(f"{task} {n:,}" for task, n in TRAIN_EXAMPLES.items()),
         "- not counted: model download and loading, data preparation, n-gram counting, segmentation (CPU)",
     ]
+    lines += inputs or _token_lines(assumptions)
     return "\n".join(lines)
+
+
+def _token_lines(assumptions: Assumptions) -> list[str]:
+    measured = ", ".join(sorted(assumptions.lengths)) or "none"
+    shares = ", ".join(f"{size} {share:.0%}" for size, share in assumptions.fixed_share.items()) or "none (linear)"
+    return [f"- tokens per step: length-grouped dynamic padding of measured lengths for {measured}; other tasks "
+            f"batch x max_seq_len (assumed); share of a step fixed whatever its tokens: {shares}"]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--gpu", required=True, help='the GPU the step time was measured on, e.g. "A100 80GB"')
-    parser.add_argument("--step-ms-base", type=float, required=True,
+    parser.add_argument("--gpu", default=None, help='the GPU the step time was measured on, e.g. "A100 80GB"')
+    parser.add_argument("--step-ms-base", type=float, default=None,
                         help="ms per training step of bert-base at batch 32 x 128 (baseline head)")
-    parser.add_argument("--large-factor", type=float, required=True, help="large-backbone step / base step")
+    parser.add_argument("--large-factor", type=float, default=None, help="large-backbone step / base step")
+    parser.add_argument("--timings", type=Path, default=None,
+                        help="bench_step.py --json output from a GPU: measured step times instead of the three above")
+    parser.add_argument("--data-root", type=Path, default=None, help="prepared task data: DIR/<task>/<split>.parquet")
+    parser.add_argument("--stand-in", type=int, default=0,
+                        help="measure lengths on N-example synthetic stand-in splits (no --data-root)")
+    parser.add_argument("--tokenizer", default=None, help="tokenizer directory for the lengths (default: MiniLM's)")
     parser.add_argument("--sf-overhead", type=float, default=None,
                         help="span-module step / baseline step (default: measured, benchmarks/RESULTS.md)")
     parser.add_argument("--eval-fraction", type=float, default=0.10,
@@ -227,17 +340,52 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--params", default=str(HERE.parent / "profiles" / "paper.yaml"), help="params YAML")
     args = parser.parse_args(argv)
     try:
-        overhead, overhead_source = ((args.sf_overhead, "--sf-overhead") if args.sf_overhead is not None
-                                     else measured_sf_overhead())
-        assumptions = Assumptions(args.step_ms_base, args.large_factor, overhead, args.eval_fraction)
         params = load_params(Path(args.params))
         source = os.path.relpath(args.params) if Path(args.params).is_absolute() else args.params
+        assumptions, gpu, overhead_source, inputs = _assumptions_from_args(args, params)
         table = cost_table(params, assumptions, source=source)
     except CostModelError as exc:
         print(f"cost_model: error: {exc}", file=sys.stderr)
         return 2
-    print(report(params, table, assumptions, args.gpu, source, overhead_source))
+    print(report(params, table, assumptions, gpu, source, overhead_source, inputs))
     return 0
+
+
+def _assumptions_from_args(args, params: dict) -> tuple[Assumptions, str, str, list[str]]:
+    lengths = {}
+    if args.data_root is not None or args.stand_in:
+        lengths = task_lengths(params, args.data_root, args.tokenizer, args.stand_in)
+    where = (f"prepared data under {args.data_root}" if args.data_root is not None
+             else f"synthetic stand-in splits of {args.stand_in} examples (not the real datasets' lengths)")
+    if args.timings is not None:
+        if not args.timings.is_file():
+            raise CostModelError(f"--timings {args.timings}: not found")
+        timings = json.loads(args.timings.read_text(encoding="utf-8"))
+        assumptions = measured_assumptions(timings, args.eval_fraction, lengths)
+        if args.sf_overhead is not None:
+            assumptions = dataclasses.replace(assumptions, sf_overhead=args.sf_overhead)
+        base, large = fit_step_times(timings, "base"), fit_step_times(timings, "large")
+        inputs = [
+            f"- measured ({args.timings}, {base.device}): base step {base.fixed_ms:.1f} ms + {base.per_token_ms * 1000:.3f} "
+            f"us/token ({base.points} points), large {large.fixed_ms:.1f} ms + {large.per_token_ms * 1000:.3f} us/token "
+            f"({large.points} points); sf overhead = mean measured sf / baseline (base {base.sf_overhead:.3f}, "
+            f"large {large.sf_overhead:.3f})",
+            f"- measured lengths: {', '.join(sorted(lengths)) or 'none'}"
+            + (f" ({where}); length-grouped dynamic padding as the Trainer batches" if lengths else "")
+            + "; tasks without lengths: batch x max_seq_len (assumed upper bound)",
+            "- assumed: train sizes (public datasets), evaluation share, one GPU per run",
+        ]
+        overhead_source = "--sf-overhead" if args.sf_overhead is not None else f"{args.timings}"
+        return assumptions, args.gpu or base.device, overhead_source, inputs
+    missing = [name for name in ("gpu", "step_ms_base", "large_factor") if getattr(args, name) is None]
+    if missing:
+        raise CostModelError(f"--{missing[0].replace('_', '-')} is required without --timings")
+    overhead, overhead_source = ((args.sf_overhead, "--sf-overhead") if args.sf_overhead is not None
+                                 else measured_sf_overhead())
+    assumptions = Assumptions(args.step_ms_base, args.large_factor, overhead, args.eval_fraction, lengths=lengths)
+    inputs = [f"- assumed: the step time and large factor given on the command line; lengths measured for "
+              f"{', '.join(sorted(lengths)) or 'no task'}" + (f" ({where})" if lengths else "")]
+    return assumptions, args.gpu, overhead_source, inputs
 
 
 if __name__ == "__main__":

@@ -19,6 +19,9 @@ from spanft.model.span_model import (
     clip_regression,
     masked_max,
     predictions_from_logits,
+    segment_max,
+    segment_sum,
+    token_span_ids,
 )
 from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
 
@@ -188,15 +191,56 @@ def test_forward_matches_loop(case):
 
 @pytest.mark.parametrize("encoder", ENCODERS)
 @pytest.mark.parametrize("task_type", ["single", "tagging"])
-def test_fixed_gather_width_gives_the_same_result(monkeypatch, encoder, task_type):
-    """On an accelerator the gather is always max_span_len wide: the extra padded pieces change nothing."""
-    model = make_model(encoder=encoder, task_type=task_type, num_labels=3, max_span_len=7)
-    batch = random_batch(6)
-    with torch.no_grad():
-        dynamic = model(*batch[:2], span_starts=batch[2], span_lengths=batch[3]).logits
-        monkeypatch.setattr("spanft.model.span_model.gather_width", lambda lengths, limit: limit)
-        fixed = model(*batch[:2], span_starts=batch[2], span_lengths=batch[3]).logits
-    torch.testing.assert_close(dynamic, fixed)
+def test_gradients_match_loop(encoder, task_type):
+    """The backward pass of the batched module equals the loop's, for every parameter."""
+    model = make_model(encoder=encoder, task_type=task_type, num_labels=3)
+    input_ids, attention_mask, starts, lengths = random_batch(7)
+    weights = torch.linspace(-1.0, 1.0, 3)  # a loss that reaches every logit
+
+    def grads(logits):
+        model.zero_grad()
+        (logits * weights).sum().backward()
+        return {name: p.grad.clone() for name, p in model.named_parameters() if p.grad is not None}
+
+    got = grads(model(input_ids, attention_mask, span_starts=starts, span_lengths=lengths).logits)
+    want = grads(ref_logits(model, input_ids, attention_mask, starts, lengths))
+    assert got.keys() == want.keys()
+    for name in want:
+        torch.testing.assert_close(got[name], want[name], atol=1e-4, rtol=1e-4, msg=name)
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), seq_len=st.integers(1, 12))
+def test_token_span_ids_against_a_loop(data, seq_len):
+    """Non-overlapping spans in any order, padded spans of length 0 anywhere, tokens left uncovered."""
+    cuts = sorted(data.draw(st.sets(st.integers(0, seq_len), max_size=seq_len + 1)) | {0, seq_len})
+    ranges = [(a, b - a) for a, b in zip(cuts[:-1], cuts[1:])]
+    kept = [r for r in ranges if data.draw(st.booleans())]  # dropped ranges: tokens in no span
+    kept += [(data.draw(st.integers(0, seq_len)), 0) for _ in range(data.draw(st.integers(0, 2)))]
+    order = data.draw(st.permutations(range(len(kept)))) if kept else []
+    spans = [kept[i] for i in order] or [(0, 0)]
+    starts = torch.tensor([[a for a, _ in spans]])
+    lengths = torch.tensor([[n for _, n in spans]])
+    want = [-1] * seq_len
+    for s, (a, n) in enumerate(spans):
+        for t in range(a, a + n):
+            want[t] = s
+    assert token_span_ids(starts, lengths, seq_len)[0].tolist() == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(ids=st.lists(st.integers(-1, 3), min_size=1, max_size=10), spans=st.integers(1, 5))
+def test_segment_max_and_sum_against_a_loop(ids, spans):
+    ids = [i if i < spans else -1 for i in ids]
+    torch.manual_seed(len(ids))
+    x = torch.randn(1, len(ids), 3)
+    got_max = segment_max(x, torch.tensor([ids]), spans)[0]
+    got_sum = segment_sum(x, torch.tensor([ids]), spans)[0]
+    for s in range(spans):
+        members = [t for t, i in enumerate(ids) if i == s]
+        want_max = x[0, members].max(dim=0).values if members else torch.zeros(3)
+        torch.testing.assert_close(got_max[s], want_max)
+        torch.testing.assert_close(got_sum[s], x[0, members].sum(dim=0), atol=1e-6, rtol=1e-5)
 
 
 def test_spans_shorter_than_kernel_and_single_span():

@@ -122,6 +122,66 @@ def test_fast_segmenter_equals_direct_loop(dictionary, sentences, max_n, lowerca
     assert flat.counts().tolist() == [len(e) for e in expected]
 
 
+# Words the encoder must read exactly: case and final-sigma pairs, long words sharing a prefix, a lone
+# surrogate (arrow cannot hold it: the dict path), control characters, and the empty word.
+ODD_WORDS = ["Σας", "ΣΑΣ", "σας", "İstanbul", "istanbul", "ß", "SS", "x" * 15, "x" * 16, "x" * 15 + "y",
+             "ääääääääää", "Ääääääääää", "\ud800", "a\x1fb", "", "ǅ", "ǆ", "\u0130", "\u00df\u00df\u00df"]
+odd_word = st.one_of(st.sampled_from(ODD_WORDS), st.text(max_size=20))
+# arrow (parquet) strings are valid UTF-8: no lone surrogates
+arrow_word = st.one_of(st.sampled_from([w for w in ODD_WORDS if w != "\ud800"]),
+                       st.text(st.characters(blacklist_categories=("Cs",)), max_size=20))
+
+
+@settings(max_examples=200, deadline=None)
+@given(dictionary=st.lists(st.lists(odd_word, min_size=2, max_size=4).map(tuple), max_size=12),
+       sentences=st.lists(st.lists(odd_word, max_size=10), max_size=6), lowercase=st.booleans(), data=st.data())
+def test_any_word_is_read_exactly(dictionary, sentences, lowercase, data):
+    """Arbitrary Unicode words: the segmenter equals the direct loop, whichever way it encodes a batch."""
+    # plant dictionary n-grams in the sentences so that matches happen
+    sentences = [s + list(data.draw(st.sampled_from(dictionary))) if dictionary and s else s for s in sentences]
+    seg = GreedySegmenter(dictionary, lowercase=lowercase)
+    assert seg.segment_batch(sentences) == [greedy_reference(s, dictionary, 5, lowercase) for s in sentences]
+
+
+def test_lowercasing_the_joined_batch_equals_lowercasing_each_word():
+    """Final sigma depends on the following character: the separator must stop it like a word end."""
+    words = ["ΟΔΟΣ", "ΟΔΟΣΑ", "Σ", "ΑΣ", "'Σ", "Σ'", "İ", "ǅ", "x\u0345Σ", "ΑΣ\u0345"]
+    dictionary = [(a, b) for a in words for b in words if a != b]
+    seg = GreedySegmenter(dictionary)
+    sentences = [[a, b] for a in words for b in words]
+    assert seg.segment_batch(sentences) == [greedy_reference(s, dictionary) for s in sentences]
+
+
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_arrow_lookup_and_dict_lookup_give_the_same_ids(lowercase):
+    import pyarrow as pa
+
+    words = [w for w in ODD_WORDS if w != "\ud800"]
+    seg = GreedySegmenter([(a, b) for a in words for b in words[:5]], lowercase=lowercase)
+    text = words + [w.upper() for w in words] + ["not-a-word"]
+    fast = seg._ids_of_strings(pa.array(text, pa.string()))
+    assert fast.tolist() == seg._encode_by_dict(text).tolist()
+    assert (fast > 0).sum() > len(words)  # most of them are dictionary words
+
+
+@settings(max_examples=150, deadline=None)
+@given(dictionary=st.lists(st.lists(arrow_word, min_size=2, max_size=3).map(tuple), max_size=10),
+       sentences=st.lists(st.lists(arrow_word, max_size=8), max_size=6), lowercase=st.booleans(),
+       cut=st.integers(0, 3), data=st.data())
+def test_arrow_column_gives_the_spans_of_the_lists(dictionary, sentences, lowercase, cut, data):
+    """segment-task's path (arrow buffers, no Python word objects) equals the list path, sliced or chunked."""
+    import pyarrow as pa
+
+    sentences = [s + list(data.draw(st.sampled_from(dictionary))) if dictionary and s else s for s in sentences]
+    seg = GreedySegmenter(dictionary, lowercase=lowercase)
+    column = pa.array([["pad", "Pad"]] * cut + sentences, pa.list_(pa.string()))[cut:]  # a slice: offsets != 0
+    got = seg.segment_arrow(column)
+    assert got.type == pa.list_(pa.int32())
+    assert got.to_pylist() == seg.segment_batch(sentences)
+    chunked = pa.chunked_array([column[:2], column[2:]], pa.list_(pa.string()))
+    assert seg.segment_arrow(chunked).to_pylist() == seg.segment_batch(sentences)
+
+
 def test_dense_dictionary_all_sentences_of_small_alphabet():
     # every 2- and 3-gram over {a, b} except "b b": exhaustive check on all sentences up to 7 words
     dictionary = [g for n in (2, 3) for g in product("ab", repeat=n) if g[:2] != ("b", "b")]

@@ -35,6 +35,7 @@ log = logging.getLogger("spanft")
 
 IGNORE_INDEX = -100  # label of sub-tokens that carry no tag (not a word's first piece, special, padding)
 MODEL_INPUTS = ("input_ids", "attention_mask", "token_type_ids", "span_starts", "span_lengths", "labels")
+SPAN_KEYS = ("span_starts", "span_lengths", "span_ids")
 
 
 @dataclass(frozen=True)
@@ -291,17 +292,70 @@ def _split_rows(flat: np.ndarray, counts: np.ndarray) -> list[list[int]]:
 # ---------------------------------------------------------------------------------------------------------
 # Batching
 
+MEGA_BATCHES = 50  # batches sorted together by length: wide enough to pad little, narrow enough to stay random
+
+
+def example_lengths(dataset: "datasets.Dataset") -> np.ndarray:  # noqa: F821
+    """Sub-tokens per example of an encoded split, read from its arrow column (no row is decoded)."""
+    import pyarrow.compute as pc
+
+    return pc.list_value_length(dataset.with_format("arrow")[:]["input_ids"]).to_numpy().astype(np.int64)
+
+
+def length_grouped_order(lengths: np.ndarray, batch_size: int, seed: int, epoch: int) -> np.ndarray:
+    """A permutation of the examples in which each run of ``batch_size`` holds examples of similar length.
+
+    Shuffle, cut into mega-batches of ``MEGA_BATCHES`` batches, sort each by length, cut into batches and
+    shuffle the order of the full batches (a last partial batch stays last, where the data loader expects it).
+    With dynamic padding a batch is then padded to about its own examples' length. The order depends on
+    (lengths, batch_size, seed, epoch) alone, so a resumed run and a run on several processes (``batch_size``
+    is the global batch) see the batches of an uninterrupted single-process run.
+    """
+    rng = np.random.default_rng([seed, epoch])
+    order = rng.permutation(len(lengths))
+    mega = batch_size * MEGA_BATCHES
+    for start in range(0, len(order), mega):
+        chunk = order[start : start + mega]
+        order[start : start + mega] = chunk[np.argsort(-lengths[chunk], kind="stable")]
+    full = len(order) // batch_size
+    batches = rng.permutation(full)
+    grouped = order[: full * batch_size].reshape(full, batch_size)[batches].reshape(-1)
+    return np.concatenate([grouped, order[full * batch_size :]])
+
+
+class LengthGroupedSampler(torch.utils.data.Sampler):
+    """Training order of :func:`length_grouped_order`, a new one each epoch (the Trainer calls ``set_epoch``)."""
+
+    def __init__(self, lengths: np.ndarray, batch_size: int, seed: int) -> None:
+        self.lengths = np.asarray(lengths, dtype=np.int64)
+        self.batch_size = batch_size
+        self.seed = seed
+        self.epoch = 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def __len__(self) -> int:
+        return len(self.lengths)
+
+    def __iter__(self):
+        return iter(length_grouped_order(self.lengths, self.batch_size, self.seed, self.epoch).tolist())
+
+
 
 @dataclass
 class SpanCollator:
     """Dynamic padding of a list of feature dicts (what the HF Trainer hands a data collator).
 
     input_ids with the tokenizer's pad id, attention_mask / token_type_ids with 0, spans with (start 0,
-    length 0), tagging labels with -100. Keys that are not model inputs (``idx``) are left out.
+    length 0), tagging labels with -100. Keys that are not model inputs (``idx``) are left out. With spans, it
+    adds ``span_ids`` [B, T]: the span of every token (-1 for none), spans cut at ``max_span_len`` pieces (the
+    model's limit), so the training step does not derive them.
     """
 
     tokenizer: Any
     pad_to_multiple_of: int | None = None
+    max_span_len: int | None = None
 
     def __call__(self, features: Sequence[Mapping[str, Any]]) -> dict[str, torch.Tensor]:
         if not features:
@@ -318,9 +372,28 @@ class SpanCollator:
             if key == "labels" and np.ndim(rows[0]) == 0:
                 batch[key] = torch.tensor(rows, dtype=torch.float32 if _is_float(rows) else torch.long)
             else:
-                multiple = self.pad_to_multiple_of if key not in ("span_starts", "span_lengths") else None
+                multiple = self.pad_to_multiple_of if key not in SPAN_KEYS else None
                 batch[key] = _pad_rows(rows, pad_values[key], multiple)
+        if "span_starts" in batch:
+            lengths = batch["span_lengths"].numpy()
+            if self.max_span_len is not None:
+                lengths = np.minimum(lengths, self.max_span_len)
+            batch["span_ids"] = torch.from_numpy(
+                token_span_rows(batch["span_starts"].numpy(), lengths, batch["input_ids"].shape[1]))
         return batch
+
+
+def token_span_rows(starts: np.ndarray, lengths: np.ndarray, width: int) -> np.ndarray:
+    """Span index of every token [B, width] from span starts / lengths [B, S]; -1 for tokens in no span."""
+    batch, spans = starts.shape
+    counts = lengths.reshape(-1)
+    row = np.repeat(np.repeat(np.arange(batch), spans), counts)
+    span = np.repeat(np.tile(np.arange(spans), batch), counts)
+    column = np.repeat(starts.reshape(-1), counts) + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
+    inside = column < width
+    ids = np.full((batch, width), -1, dtype=np.int64)
+    ids[row[inside], column[inside]] = span[inside]
+    return ids
 
 
 def _is_float(values: Sequence) -> bool:

@@ -1,6 +1,6 @@
 """The span fine-tuning module on top of any Hugging Face encoder (nanoGPT style: one readable file).
 
-Shapes: B batch, T tokens, S spans (padded), L pieces per span (padded), D hidden size, C labels.
+Shapes: B batch, T tokens, S spans (padded), D hidden size, C labels.
 
 How a sentence vector is built (encoder "cnn-cnn", segmentation "spans"):
   1. the backbone gives token vectors H [B, T, D];
@@ -12,13 +12,12 @@ How a sentence vector is built (encoder "cnn-cnn", segmentation "spans"):
 Padding never takes part. The convolution sees only the span itself, padded with zeros to the kernel width
 (a span of one or two pieces works), never a neighbouring span or a padded position: this is what a per-span
 ``Conv1d(padding=k//2)`` does. It is computed once on the token sequence (``SegmentConv``): every window
-position that lies outside the centre token's span is zeroed before one matmul. Spans are contiguous,
-non-overlapping sub-token ranges (as ``spanft.features`` builds them), so this equals running the Conv1d span
-by span, at T positions instead of S x L, which keeps ``sf`` close to the baseline's step time. The convolved
-pieces are then brought into [B, S, L, D] with one indexed gather (L <= ``max_span_len``; see ``gather_width``);
-padded positions are filled with -inf before the max-pool, and a span (or example) with nothing real pools to
-zeros. Across spans, padded spans (length 0, at the tail of each row as ``SpanCollator`` pads) are treated the
-same way.
+position that lies outside the centre token's span is zeroed before one matmul. Spans are contiguous, non-overlapping sub-token ranges (as ``spanft.features`` builds them), so this equals
+running the Conv1d span by span, at T positions instead of S x L. The max-pool within spans is one scatter-max
+from tokens into their span's slot (``segment_max``): every tensor stays [B, T, D] or [B, S, D], with no Python
+loop over spans or sentences and no read of the batch's lengths back to the host, which keeps ``sf`` close to
+the baseline's step time. A span (or example) with nothing real pools to zeros. Across spans, padded spans
+(length 0, at the tail of each row as ``SpanCollator`` pads) are masked before the max-pool.
 
 Tagging (NER) has no across-span pooling: each token gets its span's vector (zeros outside every span), joined
 with its own vector, then a token classifier. ``segmentation: none`` (the "+CNN" ablation) runs the same conv
@@ -112,42 +111,39 @@ class SpanConfig:
 # Building blocks
 
 
-def gather_width(span_lengths: torch.Tensor, limit: int) -> int:
-    """Pieces per span in the gather (L): at most ``limit``, so a longer span keeps its first ``limit`` pieces.
+def token_span_ids(span_starts: torch.Tensor, span_lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
+    """Span index of every token [B, T]; -1 for tokens in no span (specials are spans; padding is not).
 
-    On an accelerator always ``limit``: reading the batch's longest span would stall the device queue once
-    per step, and the wider masked max costs next to nothing there. On CPU the batch's longest span.
+    Spans do not overlap, so a running sum of +(s + 1) at each span's start and -(s + 1) at its end is s + 1
+    inside span s and 0 elsewhere, whatever the order of the spans; a padded span (length 0) adds nothing.
     """
-    if span_lengths.device.type != "cpu":
-        return limit
-    return max(1, min(limit, int(span_lengths.max()))) if span_lengths.numel() else 1
+    batch, spans = span_starts.shape
+    label = torch.arange(1, spans + 1, device=span_starts.device).expand(batch, spans)
+    starts = span_starts.clamp(0, seq_len)
+    ends = (span_starts + span_lengths).clamp(0, seq_len)
+    delta = torch.zeros(batch, seq_len + 1, dtype=torch.long, device=span_starts.device)
+    delta.scatter_add_(1, starts, label).scatter_add_(1, ends, -label)
+    return delta.cumsum(dim=1)[:, :seq_len] - 1
 
 
-def span_positions(
-    span_starts: torch.Tensor, span_lengths: torch.Tensor, max_len: int
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Token position of every span piece [B, S, L] and whether it is real [B, S, L] (padding points at 0)."""
-    offsets = torch.arange(max_len, device=span_starts.device)
-    positions = span_starts.unsqueeze(-1) + offsets  # [B, S, L]
-    mask = offsets < span_lengths.unsqueeze(-1)  # [B, S, L]
-    return positions.masked_fill(~mask, 0), mask
+def _slots(span_ids: torch.Tensor, spans: int) -> torch.Tensor:
+    """Scatter target of every token: its span, or a spare slot ``spans`` (cut off afterwards) when in none."""
+    return torch.where(span_ids >= 0, span_ids, spans)
 
 
-def gather_spans(x: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-    """One indexed gather: x [B, T, D], positions [B, S, L] -> [B, S, L, D]."""
-    batch = torch.arange(x.size(0), device=x.device).view(-1, 1, 1)
-    return x[batch, positions.clamp(max=x.size(1) - 1)]
+def segment_max(x: torch.Tensor, span_ids: torch.Tensor, spans: int) -> torch.Tensor:
+    """Max over each span's tokens: x [B, T, D], span ids [B, T] -> [B, S, D]; zeros for a span with no token."""
+    index = _slots(span_ids, spans).unsqueeze(-1).expand_as(x)
+    out = x.new_zeros(x.size(0), spans + 1, x.size(-1))
+    return out.scatter_reduce_(1, index, x, reduce="amax", include_self=False)[:, :spans]
 
 
-def token_span_ids(positions: torch.Tensor, mask: torch.Tensor, seq_len: int) -> torch.Tensor:
-    """Span index of every token [B, T]; -1 for tokens in no span (specials are spans; padding is not)."""
-    batch, spans, pieces = positions.shape
-    span_index = torch.arange(spans, device=positions.device).view(1, -1, 1).expand(batch, spans, pieces)
-    # Padded pieces (and anything out of range) are written to a spare column that is cut off afterwards.
-    target = torch.where(mask & (positions < seq_len), positions, seq_len)
-    ids = torch.full((batch, seq_len + 1), -1, dtype=torch.long, device=positions.device)
-    ids.scatter_(1, target.reshape(batch, -1), span_index.reshape(batch, -1))
-    return ids[:, :seq_len]
+def segment_sum(x: torch.Tensor, span_ids: torch.Tensor, spans: int) -> torch.Tensor:
+    """Sum over each span's tokens: x [B, T, ...], span ids [B, T] -> [B, S, ...]."""
+    slots = _slots(span_ids, spans)
+    index = slots.view(*slots.shape, *([1] * (x.dim() - 2))).expand_as(x)
+    out = x.new_zeros(x.size(0), spans + 1, *x.shape[2:])
+    return out.scatter_add_(1, index, x)[:, :spans]
 
 
 def masked_max(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -171,10 +167,10 @@ class SegmentConv(nn.Module):
     def forward(self, x: torch.Tensor, segment_ids: torch.Tensor) -> torch.Tensor:
         k, half = self.conv.kernel_size[0], self.conv.kernel_size[0] // 2
         batch, length, hidden = x.shape
-        windows = F.pad(x, (0, 0, half, half)).unfold(1, k, 1)  # [B, N, D, k]
+        windows = F.pad(x, (0, 0, half, half)).unfold(1, k, 1)  # [B, N, D, k], a view
         window_ids = F.pad(segment_ids, (half, half), value=-1).unfold(1, k, 1)  # [B, N, k]
         same = (window_ids == segment_ids.unsqueeze(-1)) & (segment_ids >= 0).unsqueeze(-1)  # [B, N, k]
-        windows = windows * same.unsqueeze(2).to(x.dtype)  # zero what the per-segment conv would not see
+        windows = windows * same.unsqueeze(2)  # zero what the per-segment conv would not see
         weight = self.conv.weight.reshape(hidden, hidden * k)  # [D_out, D_in * k], same (D_in, k) order
         return F.linear(windows.reshape(batch, length, hidden * k), weight, self.conv.bias)  # [B, N, D]
 
@@ -199,6 +195,19 @@ class AttentivePooling(nn.Module):
         weights = torch.softmax(scores.float(), dim=-1).to(x.dtype) * mask.to(x.dtype)  # [..., N]
         return (weights.unsqueeze(-1) * x).sum(dim=-2)
 
+    def pool_segments(self, x: torch.Tensor, segment_ids: torch.Tensor, segments: int) -> torch.Tensor:
+        """Weighted sum within each segment: x [B, N, D], segment ids [B, N] (-1: none) -> [B, S, D]."""
+        scores = self.scores(x).float()  # [B, N]
+        inside = segment_ids >= 0
+        slots = segment_ids.clamp(min=0)
+        # the softmax does not change when a constant is taken from a segment's scores: its max, for stability
+        top = segment_max(scores.detach().unsqueeze(-1), segment_ids, segments).squeeze(-1)  # [B, S]
+        shifted = torch.where(inside, scores - top.gather(1, slots), 0.0)  # <= 0 inside; no inf to mask out
+        exp = torch.where(inside, torch.exp(shifted), 0.0)
+        total = segment_sum(exp, segment_ids, segments)  # [B, S]; >= 1 for a segment with a token
+        weights = exp / torch.where(inside, total.gather(1, slots), 1.0)
+        return segment_sum(weights.to(x.dtype).unsqueeze(-1) * x, segment_ids, segments)
+
     def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return self.pool(x, self.scores(x), mask)
 
@@ -218,19 +227,23 @@ class SpanEncoder(nn.Module):
         self.across = None if config.is_tagging or config.across == "max" else make[config.across]()
 
     def span_vectors(
-        self, hidden: torch.Tensor, span_starts: torch.Tensor, span_lengths: torch.Tensor
+        self, hidden: torch.Tensor, span_starts: torch.Tensor, span_lengths: torch.Tensor,
+        span_ids: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """H [B, T, D] -> span vectors [B, S, D], span mask [B, S], token -> span ids [B, T]."""
-        max_len = gather_width(span_lengths, self.config.max_span_len)
-        positions, piece_mask = span_positions(span_starts, span_lengths, max_len)  # [B, S, L] x2
-        span_ids = token_span_ids(positions, piece_mask, hidden.size(1))  # [B, T]
+        """H [B, T, D] -> span vectors [B, S, D], span mask [B, S], token -> span ids [B, T].
+
+        ``span_ids`` may come with the batch (``SpanCollator`` builds them on the host, cut at the same
+        ``max_span_len``), which spares the device the kernels that derive them from starts and lengths.
+        """
+        spans = span_starts.size(1)
+        if span_ids is None:
+            lengths = span_lengths.clamp(max=self.config.max_span_len)  # a longer span keeps its first pieces
+            span_ids = token_span_ids(span_starts, lengths, hidden.size(1))  # [B, T]
         if isinstance(self.within, SegmentConv):
-            pieces = gather_spans(F.relu(self.within(hidden, span_ids)), positions)  # [B, S, L, D]
-            spans = masked_max(pieces, piece_mask)  # [B, S, D]
+            vectors = segment_max(F.relu(self.within(hidden, span_ids)), span_ids, spans)
         else:
-            scores = gather_spans(self.within.scores(hidden).unsqueeze(-1), positions).squeeze(-1)  # [B, S, L]
-            spans = self.within.pool(gather_spans(hidden, positions), scores, piece_mask)  # [B, S, D]
-        return spans, piece_mask.any(dim=-1), span_ids
+            vectors = self.within.pool_segments(hidden, span_ids, spans)
+        return vectors, span_lengths > 0, span_ids
 
     def sentence_vector(self, spans: torch.Tensor, span_mask: torch.Tensor) -> torch.Tensor:
         """Span vectors [B, S, D] -> s [B, D]."""
@@ -243,25 +256,25 @@ class SpanEncoder(nn.Module):
 
     def classify_features(
         self, hidden: torch.Tensor, attention_mask: torch.Tensor,
-        span_starts: torch.Tensor | None, span_lengths: torch.Tensor | None,
+        span_starts: torch.Tensor | None, span_lengths: torch.Tensor | None, span_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Sentence vector s [B, D]."""
         if self.config.segmentation == "none":  # +CNN: both conv layers over the token sequence
             segment = torch.where(attention_mask.bool(), 0, -1)  # [B, T]
             tokens = F.relu(self.within(hidden, segment))
             return self.sentence_vector(tokens, attention_mask.bool())
-        spans, span_mask, _ = self.span_vectors(hidden, span_starts, span_lengths)
+        spans, span_mask, _ = self.span_vectors(hidden, span_starts, span_lengths, span_ids)
         return self.sentence_vector(spans, span_mask)
 
     def token_features(
         self, hidden: torch.Tensor, attention_mask: torch.Tensor,
-        span_starts: torch.Tensor | None, span_lengths: torch.Tensor | None,
+        span_starts: torch.Tensor | None, span_lengths: torch.Tensor | None, span_ids: torch.Tensor | None = None,
     ) -> torch.Tensor:
         """Each token's span vector [B, T, D] (zeros for tokens in no span)."""
         if self.config.segmentation == "none":
             segment = torch.where(attention_mask.bool(), 0, -1)
             return F.relu(self.within(hidden, segment)) * attention_mask.unsqueeze(-1).to(hidden.dtype)
-        spans, _, span_ids = self.span_vectors(hidden, span_starts, span_lengths)
+        spans, _, span_ids = self.span_vectors(hidden, span_starts, span_lengths, span_ids)
         batch = torch.arange(hidden.size(0), device=hidden.device).unsqueeze(-1)
         scattered = spans[batch, span_ids.clamp(min=0)]  # [B, T, D]
         return scattered * (span_ids >= 0).unsqueeze(-1).to(spans.dtype)
@@ -298,6 +311,7 @@ class SpanModel(nn.Module):
         span_starts: torch.Tensor | None = None,
         span_lengths: torch.Tensor | None = None,
         labels: torch.Tensor | None = None,
+        span_ids: torch.Tensor | None = None,
     ) -> SequenceClassifierOutput | TokenClassifierOutput:
         config = self.span_config
         if config.needs_spans and (span_starts is None or span_lengths is None):
@@ -306,7 +320,7 @@ class SpanModel(nn.Module):
         if token_type_ids is not None:
             inputs["token_type_ids"] = token_type_ids
         out = self.backbone(**inputs)
-        spans = (attention_mask, span_starts, span_lengths)
+        spans = (attention_mask, span_starts, span_lengths, span_ids)
         if config.is_tagging:
             logits = self.classifier(self.dropout(self._token_features(out.last_hidden_state, *spans)))  # [B, T, C]
             loss = None if labels is None else classification_loss(logits, labels)
@@ -318,12 +332,13 @@ class SpanModel(nn.Module):
             loss = loss_fn(logits, labels)
         return SequenceClassifierOutput(loss=loss, logits=logits)
 
-    def _sentence_features(self, out, attention_mask, span_starts, span_lengths) -> torch.Tensor:
+    def _sentence_features(self, out, attention_mask, span_starts, span_lengths, span_ids) -> torch.Tensor:
         head = self.span_config.head
         parts = []
         if head != "cls-only":
             hidden = out.last_hidden_state  # [B, T, D]
-            parts.append(self.span_encoder.classify_features(hidden, attention_mask, span_starts, span_lengths))
+            parts.append(self.span_encoder.classify_features(hidden, attention_mask, span_starts, span_lengths,
+                                                             span_ids))
         if head != "span-only":
             parts.append(self._cls_vector(out))
         return torch.cat(parts, dim=-1)  # [B, D] or [B, 2D]
@@ -335,13 +350,13 @@ class SpanModel(nn.Module):
             raise SpanftError("cls_vector: pooler, but the backbone returned no pooler_output; use cls_vector: hidden")
         return out.pooler_output
 
-    def _token_features(self, hidden, attention_mask, span_starts, span_lengths) -> torch.Tensor:
+    def _token_features(self, hidden, attention_mask, span_starts, span_lengths, span_ids) -> torch.Tensor:
         head = self.span_config.head
         parts = []
         if head != "span-only":
             parts.append(hidden)
         if head != "cls-only":
-            parts.append(self.span_encoder.token_features(hidden, attention_mask, span_starts, span_lengths))
+            parts.append(self.span_encoder.token_features(hidden, attention_mask, span_starts, span_lengths, span_ids))
         return torch.cat(parts, dim=-1)  # [B, T, D] or [B, T, 2D]
 
     def backbone_parameter_count(self) -> int:

@@ -7,10 +7,14 @@ the longest n-gram (``max_n`` words down to 2) found in the dictionary, else the
 may end on the sentence's last word (the official code's off-by-one that forbids this is not copied).
 
 The fast path encodes words as integers (only words that occur in the dictionary get an id; any
-other word can never be part of a match), stores the dictionary as an exact trie of sorted int64
-keys ``parent_node * (V + 1) + word_id`` per level, and finds the longest match at every position of
-a whole batch of sentences at once, level by level, with ``np.searchsorted``. The greedy jumps are
-then followed for all sentences together, one span per sentence per numpy step.
+other word can never be part of a match) without a Python step per word: a batch's words become one
+arrow string array (prepared task data already is one), ASCII case is folded and every word found in
+the dictionary's vocabulary by arrow's hash lookup (``pyarrow.compute.index_in``); only non-ASCII
+words, when folding case, go through Python's ``str.lower`` one by one. Sentences are separated by an
+id that matches nothing, so no match crosses a sentence end. The dictionary is an exact trie of int64
+keys ``parent_node * (V + 1) + word_id`` per level, and the longest match at every position of the
+batch is found level by level with vectorised hash lookups. The greedy jumps are then followed for all
+sentences together, one span per sentence per numpy step.
 """
 
 from __future__ import annotations
@@ -101,6 +105,8 @@ class GreedySegmenter:
         vocab = sorted({w for ngram in entries for w in ngram})
         self._word_ids = {w: i for i, w in enumerate(vocab, start=1)}  # 0 = never matches
         self._id_cache = _WordIdCache(self._word_ids, self.lowercase)
+        self._vocab = vocab  # id - 1 -> word
+        self._vocab_arrays: dict = {}  # arrow type -> the vocabulary as an array of that type
         self._base = np.int64(len(vocab) + 1)
         ordered = sorted(entries)
         n_entries = len(ordered)
@@ -132,23 +138,18 @@ class GreedySegmenter:
 
     # ---- encoding -------------------------------------------------------------------------------
 
-    def _encode(self, sentences: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray]:
-        """Word ids of all sentences concatenated, and the sentence offsets."""
-        offsets = np.zeros(len(sentences) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences)), out=offsets[1:])
+    def _encode_by_dict(self, words: Sequence[str]) -> np.ndarray:
+        """The same ids, one dict lookup per word (for words arrow cannot hold)."""
         if len(self._id_cache) > _ID_CACHE_LIMIT:
             self._id_cache.clear()
-        words = map(self._id_cache.__getitem__, chain.from_iterable(sentences))
-        ids = np.fromiter(words, dtype=np.int64, count=int(offsets[-1]))
-        return ids, offsets
+        return np.fromiter(map(self._id_cache.__getitem__, words), dtype=np.int64, count=len(words))
 
     # ---- matching -------------------------------------------------------------------------------
 
-    def longest_matches(self, ids: np.ndarray, sentence_end: np.ndarray) -> np.ndarray:
+    def longest_matches(self, ids: np.ndarray) -> np.ndarray:
         """Length (1..max_n) of the longest dictionary n-gram starting at each position.
 
-        ``sentence_end[p]`` is the end (exclusive) of the sentence holding position ``p``: a match never
-        crosses it.
+        ``ids`` ends with ``max_n`` zeros; a 0 never takes part in a match (each sentence end holds one).
         """
         best = np.ones(len(ids), dtype=np.int64)
         if len(ids) == 0 or self.num_entries == 0:
@@ -157,8 +158,6 @@ class GreedySegmenter:
         positions = np.flatnonzero(nodes >= 0)
         nodes = nodes[positions]
         for k in range(2, self.max_n + 1):
-            inside = positions + (k - 1) < sentence_end[positions]
-            positions, nodes = positions[inside], nodes[inside]
             if positions.size == 0:
                 break
             keys = nodes * self._base + ids[positions + (k - 1)]
@@ -169,12 +168,57 @@ class GreedySegmenter:
         return best
 
     def segment_flat(self, sentences: Sequence[Sequence[str]]) -> FlatSpans:
-        """Segment many sentences at once; the fast entry point."""
-        ids, offsets = self._encode(sentences)
-        counts = np.diff(offsets)
-        sentence_end = np.repeat(offsets[1:], counts)
-        jump = np.arange(len(ids), dtype=np.int64) + self.longest_matches(ids, sentence_end)
-        return _follow_jumps(jump, offsets)
+        """Segment many sentences at once; the fast entry point for Python lists of words."""
+        import pyarrow as pa
+
+        counts = np.fromiter(map(len, sentences), dtype=np.int64, count=len(sentences))
+        words = list(chain.from_iterable(sentences))
+        try:
+            ids = self._ids_of_strings(pa.array(words, pa.string()))
+        except (UnicodeEncodeError, pa.ArrowException):  # lone surrogates: not UTF-8, arrow cannot hold them
+            ids = self._encode_by_dict(words)
+        return self._segment_ids(ids, counts)
+
+    def segment_arrow(self, words) -> "pa.ListArray":  # noqa: F821
+        """Segment a ``list<string>`` arrow column (prepared task data) into a ``list<int32>`` column of span
+        lengths, reading the words from arrow's own buffers: no Python object per word."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        words = words.combine_chunks() if isinstance(words, pa.ChunkedArray) else words
+        if words.null_count:
+            return pa.array(self.segment_batch([w or [] for w in words.to_pylist()]), pa.list_(pa.int32()))
+        counts = pc.list_value_length(words).to_numpy(zero_copy_only=False).astype(np.int64)
+        spans = self._segment_ids(self._ids_of_strings(pc.list_flatten(words)), counts)
+        return pa.ListArray.from_arrays(pa.array(spans.offsets.astype(np.int32)), pa.array(spans.lengths))
+
+    def _ids_of_strings(self, words: "pa.Array") -> np.ndarray:  # noqa: F821
+        """Word ids of an arrow string array: arrow's hash lookup in the vocabulary, after ASCII case folding
+        (Python's rule for ASCII); non-ASCII words, when folding case, through ``str.lower`` one by one."""
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        if len(words) == 0:
+            return np.zeros(0, dtype=np.int64)
+        keys = pc.ascii_lower(words) if self.lowercase else words
+        if words.type not in self._vocab_arrays:
+            self._vocab_arrays[words.type] = pa.array(self._vocab, words.type)
+        found = pc.index_in(keys, value_set=self._vocab_arrays[words.type])
+        ids = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
+        if self.lowercase:
+            other = np.flatnonzero(~pc.string_is_ascii(words).to_numpy(zero_copy_only=False))
+            if other.size:
+                ids[other] = [self._id_cache[w] for w in words.take(pa.array(other)).to_pylist()]
+        return ids
+
+    def _segment_ids(self, ids: np.ndarray, counts: np.ndarray) -> FlatSpans:
+        """Spans from the word ids of sentences of ``counts`` words, concatenated."""
+        starts = np.zeros(len(counts), dtype=np.int64)
+        np.cumsum(counts[:-1] + 1, out=starts[1:])
+        spaced = np.zeros(len(ids) + len(counts) + self.max_n, dtype=np.int64)  # 0 after each sentence
+        spaced[np.arange(len(ids)) + np.repeat(np.arange(len(counts)), counts)] = ids
+        jump = np.arange(len(spaced), dtype=np.int64) + self.longest_matches(spaced)
+        return _follow_jumps(jump, starts, starts + counts)
 
     def segment_batch(self, sentences: Sequence[Sequence[str]]) -> list[list[int]]:
         return self.segment_flat(sentences).to_lists()
@@ -184,52 +228,23 @@ class GreedySegmenter:
 
 
 _ID_CACHE_LIMIT = 2_000_000
-_EMPTY = np.int64(-1)
-_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 
 class _HashIndex:
-    """Open-addressing hash (linear probing, load <= 1/2) from distinct non-negative int64 keys to their rank.
+    """Distinct int64 keys -> their rank, for a whole array of queries at once (-1 where absent).
 
-    A vectorised replacement for ``np.searchsorted`` on a sorted key array: one or two random reads per
-    query instead of ~20, which matters at every word position of the level-2 walk.
+    pandas' hash-table engine (one C pass over the queries) in place of ``np.searchsorted`` on sorted
+    keys: one hash probe per query instead of ~20 comparisons, at every word position of each level.
     """
 
     def __init__(self, keys: np.ndarray) -> None:
-        self._bits = max(4, int(2 * len(keys)).bit_length())
-        self._mask = np.int64((1 << self._bits) - 1)
-        self._keys = np.full(1 << self._bits, _EMPTY, dtype=np.int64)
-        self._ranks = np.full(1 << self._bits, -1, dtype=np.int64)
-        pending = np.arange(len(keys), dtype=np.int64)
-        slot = self._home(keys)
-        while pending.size:
-            free = self._keys[slot] == _EMPTY
-            # among pending keys aiming at the same free slot, the first one takes it
-            claim_slots, first = np.unique(slot[free], return_index=True)
-            winners = pending[free][first]
-            self._keys[claim_slots] = keys[winners]
-            self._ranks[claim_slots] = winners
-            placed = np.zeros(len(pending), dtype=bool)
-            placed[np.flatnonzero(free)[first]] = True
-            pending, slot = pending[~placed], slot[~placed]
-            slot = np.where(self._keys[slot] != _EMPTY, (slot + 1) & self._mask, slot)
+        import pandas as pd
 
-    def _home(self, keys: np.ndarray) -> np.ndarray:
-        mixed = keys.astype(np.uint64) * _GOLDEN  # wraps modulo 2**64 (Fibonacci hashing)
-        return (mixed >> np.uint64(64 - self._bits)).astype(np.int64)
+        self._index = pd.Index(np.asarray(keys, dtype=np.int64))
 
     def find(self, queries: np.ndarray) -> np.ndarray:
         """Rank of each query among the keys, or -1 where absent."""
-        result = np.full(len(queries), -1, dtype=np.int64)
-        pending = np.arange(len(queries), dtype=np.int64)
-        slot = self._home(queries)
-        while pending.size:
-            stored = self._keys[slot]
-            hit = stored == queries[pending]
-            result[pending[hit]] = self._ranks[slot[hit]]
-            go_on = ~hit & (stored != _EMPTY)
-            pending, slot = pending[go_on], (slot[go_on] + 1) & self._mask
-        return result
+        return self._index.get_indexer(np.asarray(queries, dtype=np.int64)).astype(np.int64, copy=False)
 
 
 class _WordIdCache(dict):
@@ -250,12 +265,11 @@ class _WordIdCache(dict):
         return value
 
 
-def _follow_jumps(jump: np.ndarray, offsets: np.ndarray) -> FlatSpans:
+def _follow_jumps(jump: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> FlatSpans:
     """Span starts reached from each sentence head by following ``jump``; one numpy step per span rank."""
-    starts = offsets[:-1][np.diff(offsets) > 0]
-    ends = offsets[1:][np.diff(offsets) > 0]
     visited = np.zeros(len(jump), dtype=bool)
-    current, end = starts, ends
+    nonempty = ends > starts
+    current, end = starts[nonempty], ends[nonempty]
     while current.size:
         visited[current] = True
         current = jump[current]
@@ -263,7 +277,7 @@ def _follow_jumps(jump: np.ndarray, offsets: np.ndarray) -> FlatSpans:
         current, end = current[more], end[more]
     span_starts = np.flatnonzero(visited)
     lengths = (jump[span_starts] - span_starts).astype(np.int32)
-    span_offsets = np.searchsorted(span_starts, offsets).astype(np.int64)
+    span_offsets = np.searchsorted(span_starts, np.append(starts, len(jump))).astype(np.int64)
     return FlatSpans(lengths, span_offsets)
 
 
@@ -391,41 +405,26 @@ def segment_lines(lines: Iterable[str], segmenter: Segmenter, pretokenized: bool
 
 # ---- task data ----------------------------------------------------------------------------------
 
-def segment_columns(frame, segmenter: Segmenter, batch_size: int = 8192):
-    """A copy of a prepared task frame with ``spans_a`` (and ``spans_b`` when ``words_b`` exists)."""
-    if "words_a" not in frame.columns:
-        raise SpanftError("prepared task data has no 'words_a' column")
-    out = frame.copy()
-    for side in ("a", "b"):
-        column = f"words_{side}"
-        if column not in frame.columns:
-            continue
-        sentences = [list(words) for words in frame[column]]
-        spans: list[list[int]] = []
-        for batch in _batched(sentences, batch_size):
-            spans.extend(segmenter.segment_batch(batch))
-        out[f"spans_{side}"] = spans
-    return out
-
-
-def _span_table(frame):
-    """An arrow table of ``frame`` with the span columns typed list<int32>."""
+def span_column(words, segmenter: Segmenter, batch_size: int = 8192):
+    """The ``list<int32>`` span column of a ``list<string>`` words column (arrow)."""
     import pyarrow as pa
 
-    table = pa.Table.from_pandas(frame, preserve_index=False)
-    for name in ("spans_a", "spans_b"):
-        if name in table.column_names:
-            i = table.column_names.index(name)
-            table = table.set_column(i, name, table.column(name).cast(pa.list_(pa.int32())))
-    return table
+    if isinstance(segmenter, GreedySegmenter):
+        return segmenter.segment_arrow(words)
+    spans: list[list[int]] = []
+    for batch in _batched(words.to_pylist(), batch_size):
+        spans.extend(segmenter.segment_batch(batch))
+    return pa.array(spans, pa.list_(pa.int32()))
 
 
-def _mean_spans(frame) -> dict[str, float]:
+def _mean_spans(table) -> dict[str, float]:
+    import pyarrow.compute as pc
+
     stats = {}
     for side in ("a", "b"):
-        if f"spans_{side}" in frame.columns and len(frame):
-            stats[f"mean_spans_{side}"] = float(np.mean([len(s) for s in frame[f"spans_{side}"]]))
-            stats[f"mean_words_{side}"] = float(np.mean([len(w) for w in frame[f"words_{side}"]]))
+        if f"spans_{side}" in table.column_names and table.num_rows:
+            stats[f"mean_spans_{side}"] = float(pc.mean(pc.list_value_length(table[f"spans_{side}"])).as_py())
+            stats[f"mean_words_{side}"] = float(pc.mean(pc.list_value_length(table[f"words_{side}"])).as_py())
     return stats
 
 
@@ -436,7 +435,6 @@ def segment_task_dir(in_dir: str | Path, out_dir: str | Path, segmenter: Segment
     Each output file keeps every input column and adds the span columns; the segmenter's description
     is stored in each file's schema metadata and, with per-split statistics, in ``segmentation.json``.
     """
-    import pandas as pd
     import pyarrow.parquet as pq
 
     from spanft.fileio import atomic_path
@@ -453,17 +451,20 @@ def segment_task_dir(in_dir: str | Path, out_dir: str | Path, segmenter: Segment
         tmp.mkdir()
         for path in files:
             try:
-                frame = pd.read_parquet(path)
+                table = pq.read_table(path)
             except Exception as exc:  # pyarrow raises several types for a damaged file
                 raise SpanftError(f"{path}: cannot read parquet ({exc})") from None
-            segmented = segment_columns(frame, segmenter)
-            table = _span_table(segmented)
-            metadata = dict(table.schema.metadata or {})
+            if "words_a" not in table.column_names:
+                raise SpanftError(f"{path}: prepared task data has no 'words_a' column")
+            for side in ("a", "b"):
+                if f"words_{side}" in table.column_names:
+                    table = table.append_column(f"spans_{side}", span_column(table[f"words_{side}"], segmenter))
+            metadata = {key: value for key, value in (table.schema.metadata or {}).items() if key != b"pandas"}
             metadata[METADATA_KEY] = description
             pq.write_table(table.replace_schema_metadata(metadata), tmp / path.name)
-            stats = {"rows": len(segmented), **_mean_spans(segmented)}
+            stats = {"rows": table.num_rows, **_mean_spans(table)}
             info["splits"][path.stem] = stats
-            log.info("segment-task: %s: %d rows, %s", path.stem, len(segmented),
+            log.info("segment-task: %s: %d rows, %s", path.stem, table.num_rows,
                      ", ".join(f"{k} {v:.2f}" for k, v in stats.items() if k.startswith("mean_spans")))
         (tmp / SIDECAR_NAME).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return info

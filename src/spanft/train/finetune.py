@@ -160,7 +160,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
         args=args,
         train_dataset=_model_columns(datasets[task.train_split]),
         eval_dataset=_model_columns(datasets[selection]),
-        data_collator=SpanCollator(tokenizer),
+        data_collator=SpanCollator(tokenizer, max_span_len=span_config.max_span_len),
         compute_metrics=selection_metrics(task, frames[selection]),
         callbacks=[elapsed_callback(start, offset), *options.extra_callbacks],
     )
