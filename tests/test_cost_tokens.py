@@ -54,7 +54,7 @@ def test_tokens_per_step_are_those_of_the_trainers_batches():
 
 def test_step_time_keeps_its_fixed_share_and_scales_the_rest_by_tokens():
     lengths = np.full(2490, 40)  # every rte example 40 sub-tokens: batches of 32 x 40
-    params = {"backbones": {"l": {"hub_id": "bert-large-uncased"}},
+    params = {"backbones": {"hub": {"l": {"hub_id": "bert-large-uncased"}}},
               "hparams": {"rte": {"epochs": 3, "batch_size": 32, "max_seq_len": 128}},
               "studies": {"glue": {"backbones": ["l"], "tasks": ["rte"], "seeds": [1]}}}
     assumptions = cost_model.Assumptions(50.0, 2.0, 1.1, eval_fraction=0.0, fixed_share={"large": 0.6},

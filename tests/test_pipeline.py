@@ -67,7 +67,8 @@ def test_a_bad_params_file_is_one_line_before_any_work(segment_project):
     done = run_stage(segment_project, "segment.py", "ngram", "data/tasks/cola", "out", "--dict", "main.tsv")
     assert done.returncode == 2 and not (segment_project / "out").exists()
     assert done.stderr.strip().splitlines() == [
-        "spanft: error: params.yaml: ngrams.min_n and ngrams.max_n must satisfy 1 <= min_n <= max_n"]
+        "spanft: error: params.yaml: ngrams must satisfy 2 <= min_n <= max_n <= 5 (the longest span segmentation matches), "
+        "found min_n 2, max_n 1"]
 
 
 def test_dictionary_stage_sizes_come_from_params(tmp_path):
