@@ -145,12 +145,12 @@ def test_hub_conll_maps_tags_by_name_and_uses_the_parquet_revision(monkeypatch):
                                   "ner_tags": datasets.Sequence(classlabel(shuffled))})
     split = datasets.Dataset.from_dict({"id": ["0"], "tokens": [["Ulm", "met", "Zarn"]], "ner_tags": [[1, 0, 3]]},
                                        features=features)
-    load, calls = fake_hub({("eriktks/conll2003", "conll2003", s): split for s in ("train", "validation", "test")})
+    load, calls = fake_hub({("eriktks/conll2003", "default", s): split for s in ("train", "validation", "test")})
     monkeypatch.setattr(datasets, "load_dataset", load)
     data = load_task(task, "hf")
     assert [task.label_names[t] for t in data["test"].labels[0]] == ["B-LOC", "O", "B-PER"]
     assert data["train"].words_a == [["Ulm", "met", "Zarn"]]
-    assert calls[0][3] == "refs/convert/parquet"
+    assert calls == [("eriktks/conll2003", "default", s, "refs/convert/parquet") for s in ("train", "validation", "test")]
 
 
 def test_hub_stsb_scores_and_nan_test(monkeypatch):

@@ -52,16 +52,27 @@ def write_synthetic_corpus(path: str | Path, tokens: int, seed: int) -> int:
     return written
 
 
-def write_tagged_sentences(path: str | Path, n: int, seed: int) -> None:
-    """Write ``n`` synthetic sentences as ``word<TAB>PTB-tag`` lines, a blank line between sentences."""
+# Random streams of the tagged sentences: training and held-out draws never share a sentence's randomness.
+TAGGED_TRAIN_STREAM = 2
+TAGGED_HELDOUT_STREAM = 3
+
+
+def synthetic_tagged_sentences(n: int, seed: int, stream: int = TAGGED_TRAIN_STREAM) -> list[list[tuple[str, str]]]:
+    """``n`` sentences of the synthetic language (corpus seed ``seed``) as ``(word, Penn tag)`` pairs."""
     if n <= 0:
         raise SpanftError(f"corpus.tagged_sentences must be > 0, got {n}")
     check_seed(seed)
     language = language_for_seed(seed)
-    rng = np.random.default_rng([seed, 2])
+    rng = np.random.default_rng([seed, stream])
+    return [[(t.word, t.pos) for t in sentence] for sentence in language.sentences(rng, n)]
+
+
+def write_tagged_sentences(path: str | Path, n: int, seed: int) -> None:
+    """Write ``n`` synthetic sentences as ``word<TAB>PTB-tag`` lines, a blank line between sentences."""
+    sentences = synthetic_tagged_sentences(n, seed)
     with atomic_open(path) as out:
-        for sentence in language.sentences(rng, n):
-            out.write("".join(f"{t.word}\t{t.pos}\n" for t in sentence) + "\n")
+        for sentence in sentences:
+            out.write("".join(f"{word}\t{tag}\n" for word, tag in sentence) + "\n")
     log.info("corpus: wrote %d POS-tagged sentences to %s", n, path)
 
 
@@ -115,13 +126,19 @@ def write_local_corpus(local_path: str | Path, out_path: str | Path) -> int:
     return _write_paragraphs((line for _, line in read_text_lines(local_path)), out_path, str(local_path))
 
 
-def write_hf_corpus(hf_id: str, hf_config: str | None, hf_split: str, out_path: str | Path) -> int:
-    """WikiText from the Hugging Face hub (``datasets.load_dataset``, ``text`` column) -> corpus file."""
+def write_hf_corpus(
+    hf_id: str, hf_config: str | None, hf_split: str, out_path: str | Path, revision: str | None = None
+) -> int:
+    """WikiText from the Hugging Face hub (``datasets.load_dataset``, ``text`` column) -> corpus file.
+
+    ``revision``: a branch, tag or commit of the dataset repository (None or '': its main branch).
+    """
     import datasets
 
-    source = f"{hf_id} ({hf_config}, split {hf_split})"
+    revision = revision or None
+    source = f"{hf_id} ({hf_config}, split {hf_split}{', revision ' + revision if revision else ''})"
     try:
-        data = datasets.load_dataset(hf_id, hf_config, split=hf_split)
+        data = datasets.load_dataset(hf_id, hf_config, split=hf_split, revision=revision)
     except Exception as exc:  # network, hub and cache errors all end the same way for the user
         first_line = (str(exc).strip().splitlines() or [""])[0][:200]
         raise SpanftError(
@@ -142,11 +159,15 @@ def _iter_column(data, column: str, batch_size: int = 10_000) -> Iterator[str]:
 def cli_corpus(args: argparse.Namespace) -> int:
     """``spanft corpus``: write the training corpus from the chosen source.
 
-    ``--tagged-out`` is written from the synthetic language whatever the source, so the stage's outputs
-    do not depend on it (the paper profile's chunker uses NLTK's pretrained tagger instead).
+    ``--tagged-out``: POS-tagged sentences of the synthetic language, written only with the synthetic corpus
+    (they describe that language and nothing else); with a real corpus the chunker's tagger learns from
+    CoNLL-2003's POS column instead (the tagger stage, :mod:`spanft.data.tagger_data`).
     """
     if args.tagged_out and args.tagged_sentences <= 0:
         raise SpanftError(f"corpus.tagged_sentences must be > 0, got {args.tagged_sentences}")
+    if args.tagged_out and args.source != "synthetic":
+        log.info("corpus: no tagged sentences for a %s corpus (%s not written): synthetic tags exist only with "
+                 "the synthetic corpus", args.source, args.tagged_out)
     if args.source == "synthetic":
         write_synthetic_corpus(args.out, args.tokens, args.seed)
     elif args.source == "local":
@@ -154,7 +175,7 @@ def cli_corpus(args: argparse.Namespace) -> int:
             raise SpanftError("corpus.source is local but corpus.local_path is not set (--local-path FILE)")
         write_local_corpus(args.local_path, args.out)
     else:
-        write_hf_corpus(args.hf_id, args.hf_config, args.hf_split, args.out)
-    if args.tagged_out:
+        write_hf_corpus(args.hf_id, args.hf_config, args.hf_split, args.out, getattr(args, "hf_revision", None))
+    if args.tagged_out and args.source == "synthetic":
         write_tagged_sentences(args.tagged_out, args.tagged_sentences, args.seed)
     return 0
