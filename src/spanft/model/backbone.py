@@ -2,7 +2,14 @@
 
 ``spanft backbone NAME --source build|hub|local --out DIR`` writes a normal HF model directory (``AutoModel``
 / ``AutoTokenizer.from_pretrained`` load it offline, with a fast tokenizer); ``load_backbone`` is what
-fine-tuning uses to read it back (or a hub id directly).
+fine-tuning uses to read it back (or a hub id directly). Every backbone loads in float32 (a checkpoint stored
+in fp16, like SpanBERT's, included): mixed precision is the trainer's business. The directory also holds
+``provenance.json`` (:mod:`spanft.data.provenance`): the hub id and resolved commit, or the digest of what was
+copied or built.
+
+A hub backbone may take its tokenizer from another repository (``tokenizer_id``) and set its case folding
+(``lowercase``): ``SpanBERT/spanbert-large-cased`` ships only a cased ``vocab.txt``, which ``AutoTokenizer``
+would lower-case; its authors use the ``bert-large-cased`` tokenizer.
 
 ``build`` trains a tokenizer on the corpus with ``tokenizers`` and a small model of the same family:
   - ``wordpiece``: an uncased (``--no-lowercase``: cased) BERT WordPiece vocabulary and a ``BertModel``;
@@ -29,6 +36,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator
 
+from spanft.data.provenance import directory_digest, hub_commit, local_record, write_provenance
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_path, read_text_lines, require_file
 
@@ -317,31 +325,59 @@ def make_backbone(corpus: str | os.PathLike, out: str | os.PathLike, cfg: Backbo
             assert not unexpected and all(k.startswith("pooler.") for k in missing), (missing, unexpected)
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        write_provenance(tmp, local_record("build", corpus, directory_digest(tmp)))
     summary["parameters"] = sum(p.numel() for p in model.parameters())
     summary["seconds"] = round(time.perf_counter() - start, 1)
     return summary
 
 
-def fetch_hub_backbone(hub_id: str, out: str | os.PathLike, revision: str | None = None, seed: int = 0) -> dict:
-    """Download ``hub_id`` (model + tokenizer) and save it into the directory ``out`` (atomically)."""
+def fetch_hub_backbone(
+    hub_id: str,
+    out: str | os.PathLike,
+    revision: str | None = None,
+    seed: int = 0,
+    tokenizer_id: str | None = None,
+    lowercase: bool | None = None,
+) -> dict:
+    """Download ``hub_id`` (model in float32 + tokenizer) and save it into the directory ``out`` (atomically).
+
+    ``tokenizer_id``: the repository of the tokenizer its authors used (default ``hub_id``, at ``revision``);
+    ``lowercase``: force the tokenizer's case folding (``do_lower_case``), None keeps the repository's.
+    """
+    import torch
     from transformers import AutoModel, AutoTokenizer, set_seed
 
     start = time.perf_counter()
     set_seed(seed)  # weights the checkpoint lacks (a pooler, say) are initialised the same way every time
+    tokenizer_revision = None if tokenizer_id else revision
+    case = {} if lowercase is None else {"do_lower_case": lowercase}
     try:
-        tokenizer = AutoTokenizer.from_pretrained(hub_id, revision=revision)
-        model = AutoModel.from_pretrained(hub_id, revision=revision)
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_id or hub_id, revision=tokenizer_revision, **case)
+        model = AutoModel.from_pretrained(hub_id, revision=revision, dtype=torch.float32)
     except (OSError, ValueError) as exc:
         at = f" at revision {revision}" if revision else ""
         raise SpanftError(
             f"backbone {hub_id!r}{at} could not be downloaded (unknown id or revision, or offline? "
             f"without network use --source local --path DIR): {_first_line(exc)}"
         ) from None
-    _require_fast(tokenizer, hub_id)
+    _require_fast(tokenizer, tokenizer_id or hub_id)
+    commit = getattr(model.config, "_commit_hash", None)
+    record = {"source": "hub", "id_or_path": hub_id, "revision": commit, "requested_revision": revision,
+              "dtype": "float32"}
+    if tokenizer_id or lowercase is not None:
+        record["tokenizer"] = {"id": tokenizer_id or hub_id, "lowercase": backbone_is_uncased(tokenizer),
+                               "revision": _tokenizer_commit(tokenizer, tokenizer_id) if tokenizer_id else commit}
     with atomic_path(out) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-    return _loaded_summary(model, tokenizer, start) | {"commit": getattr(model.config, "_commit_hash", None)}
+        write_provenance(tmp, record)
+    return _loaded_summary(model, tokenizer, start) | {"commit": commit}
+
+
+def _tokenizer_commit(tokenizer, tokenizer_id: str) -> str | None:
+    """The commit the tokenizer was read at: what transformers recorded, else the hub's main branch."""
+    commit = getattr(tokenizer, "_commit_hash", None) or tokenizer.init_kwargs.get("_commit_hash")
+    return commit or hub_commit(tokenizer_id, None, "model")
 
 
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
@@ -363,6 +399,7 @@ def copy_local_backbone(path: str | os.PathLike, out: str | os.PathLike) -> dict
         # symlinks are followed: a hub cache snapshot links into blobs/ that the copy must hold itself
         shutil.copytree(source, tmp, ignore=shutil.ignore_patterns(".git"))
         model, tokenizer = load_backbone(str(tmp))
+        write_provenance(tmp, local_record("local", source.resolve(), directory_digest(tmp)))
     return _loaded_summary(model, tokenizer, start)
 
 
@@ -387,7 +424,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 def load_backbone(name_or_dir: str):
-    """``(AutoModel, fast tokenizer)`` for a local directory or a hub id, with one-line errors."""
+    """``(AutoModel in float32, fast tokenizer)`` for a local directory or a hub id, with one-line errors."""
+    import torch
     from transformers import AutoModel, AutoTokenizer
 
     path = Path(name_or_dir)
@@ -398,7 +436,7 @@ def load_backbone(name_or_dir: str):
         raise SpanftError(f"backbone directory {name_or_dir} has no config.json (not a saved HF model)")
     try:
         tokenizer = AutoTokenizer.from_pretrained(name_or_dir)
-        model = AutoModel.from_pretrained(name_or_dir)
+        model = AutoModel.from_pretrained(name_or_dir, dtype=torch.float32)
     except (OSError, ValueError) as exc:
         raise SpanftError(
             f"backbone {name_or_dir!r} could not be loaded (unknown id, or offline?): {_first_line(exc)}"
@@ -432,7 +470,7 @@ BUILD_OPTIONS = {  # option -> (type, help); defaults come from BackboneConfig
     "mlm-batch-size": (int, "MLM batch size"),
     "vocab-lines": (int, "corpus lines read to learn the vocabulary (0: all)"),
 }
-HUB_LOCAL_OPTIONS = ("hub_id", "revision", "path")
+HUB_LOCAL_OPTIONS = ("hub_id", "revision", "path", "tokenizer_id")
 
 
 def _option(parser: argparse.ArgumentParser | argparse._ArgumentGroup, name: str, **kwargs) -> None:
@@ -465,6 +503,9 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:
     group = p.add_argument_group("hub / local")
     _option(group, "hub-id", default=None, help="hub: model id, e.g. bert-base-uncased")
     _option(group, "revision", default=None, help="hub: branch, tag or commit (default: the main branch)")
+    _option(group, "tokenizer-id", default=None,
+            help="hub: the tokenizer's repository when the model's own is wrong (SpanBERT: bert-large-cased); "
+                 "--lowercase / --no-lowercase set its case folding")
     _option(group, "path", default=None, help="local: a saved model directory (config.json and a tokenizer)")
     p.set_defaults(run=cli_backbone)
     m = sub.add_parser("make-backbone", help="build a tiny local backbone (= backbone --source build, no NAME)")
@@ -494,13 +535,15 @@ def cli_backbone(args: argparse.Namespace) -> int:
         if not args.hub_id:
             raise SpanftError(f"backbone {args.name}: --source hub needs --hub_id ID")
         seed = args.seed if args.seed is not None else BackboneConfig().seed
-        summary = fetch_hub_backbone(args.hub_id, args.out, args.revision, seed)
+        summary = fetch_hub_backbone(args.hub_id, args.out, args.revision, seed, args.tokenizer_id, args.lowercase)
         commit = f" (commit {summary['commit']})" if summary.get("commit") else ""
         origin = f"from the hub: {args.hub_id}{'@' + args.revision if args.revision else ''}{commit}"
     else:
         if not args.path:
             raise SpanftError(f"backbone {args.name}: --source local needs --path DIR")
-        summary = copy_local_backbone(args.path, args.out)
+        from spanft.params.profiles import resolve_packaged_paths
+
+        summary = copy_local_backbone(resolve_packaged_paths(args.path, f"backbone {args.name}"), args.out)
         origin = f"copied from {args.path}"
     print(
         f"backbone {args.name}: {args.out}: {summary['parameters']:,} parameters, vocabulary {summary['vocab_size']}, "
@@ -511,11 +554,11 @@ def cli_backbone(args: argparse.Namespace) -> int:
 
 def _ignored_options(args: argparse.Namespace) -> list[str]:
     """Options given on the command line that the chosen source does not read."""
-    build = [name.replace("-", "_") for name in BUILD_OPTIONS] + ["tokenizer", "lowercase"]
+    build = [name.replace("-", "_") for name in BUILD_OPTIONS] + ["tokenizer"]
     not_read = {
         "build": HUB_LOCAL_OPTIONS,
         "hub": (*build, "corpus", "path"),
-        "local": (*build, "corpus", "hub_id", "revision", "seed"),
+        "local": (*build, "lowercase", "corpus", "hub_id", "revision", "seed", "tokenizer_id"),
     }[args.source]
     return [f"--{key}" for key in not_read if getattr(args, key, None) is not None]
 
