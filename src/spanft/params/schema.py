@@ -36,7 +36,7 @@ _HPARAMS = HPARAM_TYPES  # one definition: what `finetune --hparams` accepts
 _BUILD = {"source": _STR, "tokenizer": _STR, "lowercase": _BOOL, "vocab_size": _INT, "hidden": _INT,
           "layers": _INT, "heads": _INT, "intermediate": _INT, "max_len": _INT, "mlm_steps": _INT,
           "mlm_batch_size": _INT, "vocab_lines": _INT, "seed": _INT, "hub_id": _STR, "revision": _STR,
-          "path": _STR}
+          "path": _STR, "tokenizer_id": _STR}
 
 
 _LIST = list
@@ -47,15 +47,15 @@ SCHEMA: dict[str, Any] = {
     "profile": _STR,
     "words": {"lowercase": _BOOL},
     "corpus": {"source": _STR, "tokens": _INT, "seed": _INT, "local_path": _STR, "hf_id": _STR,
-               "hf_config": _STR, "hf_split": _STR, "tagged_sentences": _INT},
+               "hf_config": _STR, "hf_split": _STR, "hf_revision": _STR, "tagged_sentences": _INT},
     "ngrams": {"min_n": _INT, "max_n": _INT, "min_count": _INT},
     "dict_sizes": _LIST,
     "dict_size": _INT,
-    "data": {"source": _STR, "dir": _STR,
+    "data": {"source": _STR, "dir": _STR, "revisions": {"*": _STR},
              "synthetic": {"train_size": _INT, "eval_size": _INT, "test_size": _INT, "seed": _INT}},
     "tasks": _LIST,
     "segmentation": {"random_seed": _INT},
-    "chunker": {"tagger": _STR},
+    "chunker": {"tagger": _STR, "source": _STR},
     "backbones": {"*": _BUILD},
     "hparams": {"*": _HPARAMS},
     "studies": {
@@ -72,9 +72,10 @@ SCHEMA: dict[str, Any] = {
 
 
 _CHOICES = {
-    "profile": ("embedded", "paper"),
+    "profile": ("embedded", "paper", "small"),
     "corpus.source": ("synthetic", "hf", "local"),
     "data.source": ("synthetic", "hf", "local"),
+    "chunker.source": ("synthetic", "conll", "nltk"),
 }
 
 
@@ -83,6 +84,7 @@ def check_params(tree: dict, path: str | Path = "params.yaml") -> None:
     _check_node(tree, SCHEMA, "", path)
     _check_missing(tree, SCHEMA, "", path)
     _check_values(tree, path)
+    _check_real_data(tree, path)
     _check_references(tree, path)
 
 
@@ -161,6 +163,27 @@ def _check_values(tree: dict, path) -> None:
             raise SpanftError(f"{path}: backbones.{name}: source {spec['source']} needs {needed}")
 
 
+def _check_real_data(tree: dict, path) -> None:
+    """The tagger must fit the task data; revisions name tasks; hub-only keys sit on hub backbones."""
+    from spanft.data.registry import TASKS
+    from spanft.data.tagger_data import check_tagger_source
+
+    try:
+        check_tagger_source(tree["chunker"]["source"], tree["data"]["source"])
+    except SpanftError as exc:
+        raise SpanftError(f"{path}: {exc}") from None
+    if tree["chunker"]["source"] == "synthetic" and tree["corpus"]["source"] != "synthetic":
+        raise SpanftError(f"{path}: chunker.source synthetic needs corpus.source synthetic (the synthetic tags "
+                          f"describe the synthetic language); with a real corpus use conll or nltk")
+    for task in tree["data"]["revisions"]:
+        if task not in TASKS:
+            raise SpanftError(f"{path}: data.revisions: unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
+    for name, spec in tree["backbones"].items():
+        if spec.get("tokenizer_id") and spec["source"] != "hub":
+            raise SpanftError(f"{path}: backbones.{name}.tokenizer_id is read by source hub only "
+                              f"(this backbone's source is {spec['source']})")
+
+
 def _check_references(tree: dict, path) -> None:
     from spanft.data.registry import TASKS
 
@@ -177,6 +200,8 @@ def _check_references(tree: dict, path) -> None:
             if not isinstance(seed, int) or isinstance(seed, bool):
                 raise SpanftError(f"{path}: studies.{study}.seeds: {seed!r} is not an integer")
         study_tasks = spec.get("tasks", {"snli": ["snli"], "ner": ["conll2003"]}.get(study, []))
+        if not spec["backbones"]:  # a study left out of a profile: it fine-tunes nothing
+            continue
         for task in study_tasks:
             if task not in tasks:
                 raise SpanftError(f"{path}: studies.{study}.tasks: {task!r} is not in tasks (prepared tasks: "

@@ -39,6 +39,7 @@ INTEGER_COLUMNS = {"n_seeds", "best_seed", "baseline_seed", "sf_seed", "n", "bot
 PROFILE_LINES = {
     "embedded": "Profile: embedded — synthetic data, tiny local backbones, CPU — not paper numbers.",
     "paper": "Profile: paper — the paper's tasks and backbones.",
+    "small": "Profile: small — real task data, a small local encoder, a laptop's budget — not the paper's backbones.",
 }
 
 
@@ -247,7 +248,18 @@ class TableBuilder:
         ]
         if include_best:
             notes.append("Best run: the seed with the highest dev main metric (MNLI: matched); its scores.")
+        notes += self.training_caps(tasks)
         return Table(number, title, pd.DataFrame(rows), pd.DataFrame(data), notes)
+
+    def training_caps(self, tasks: list[str]) -> list[str]:
+        """A note per task and cut split set (params ``hparams.<task>.max_train_examples`` / ``max_eval_examples``)."""
+        notes = []
+        for task in tasks:
+            for key, what in (("max_train_examples", "training set"), ("max_eval_examples", "dev and test sets")):
+                cap = self.params.optional(f"hparams.{task}.{key}")
+                if cap:
+                    notes.append(f"{task}: {what} capped at the first {int(cap):,} examples (hparams.{task}.{key}).")
+        return notes
 
     def _glue_rows(self, columns: list[Column], runs: dict[str, list[Run]], seeds: list[int], data: list[dict],
                    backbone: str, method: Method) -> tuple[dict, dict]:
