@@ -507,3 +507,23 @@ def test_a_study_left_out_of_params_gives_a_note_not_an_error(tree):
     assert files["plots/dictsize_score.csv"].decode() == "backbone,task,method,dict_size,score\n"
     assert "ner" not in json.loads(files["metrics.json"])
     assert files["figures/figure4.png"][:4] == b"\x89PNG"
+
+
+def test_table6_names_the_conll_tagger_and_its_accuracy(tree, tmp_path):
+    # The segmented data records the tagger file's description (ChunkSegmenter.load): it reaches Table 6's notes.
+    import shutil
+
+    from spanft.text.chunker import describe_tagger
+
+    segmented = tmp_path / "segmented"
+    shutil.copytree(tree / "segmented", segmented)
+    about = {"trained_on": "CoNLL-2003 train POS (files under data/raw)", "accuracy": {"test": 0.9312},
+             "evaluated_on": "CoNLL-2003 POS (files under data/raw)"}
+    info = segmented / "chunker" / "cola" / "segmentation.json"
+    info.write_text(json.dumps({"segmenter": {"method": "chunker", "tagger": f"file:tagger.json ({describe_tagger(about)})"},
+                                "splits": {}}))
+    params = copy.deepcopy(PARAMS)
+    params["chunker"] = {"tagger": "data/tagger.json", "source": "conll"}
+    note = build_reports(params, tree / "runs", segmented)["tables/table6.md"].decode()
+    assert "tags from an NLTK PerceptronTagger trained here on CoNLL-2003 train's Penn Treebank POS tags" in note
+    assert "POS accuracy test 0.9312" in note

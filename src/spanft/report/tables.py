@@ -329,18 +329,20 @@ class TableBuilder:
         return table
 
     def chunker_note(self) -> str:
-        """Which tagger produced the chunker row: params ``chunker.tagger`` ('' = NLTK's pretrained tagger;
-        the contract's ``chunker.trained`` is read too), and what the segmented data recorded."""
+        """Which tagger produced the chunker row: params ``chunker.source`` (else ``chunker.tagger``: '' = NLTK's
+        pretrained tagger; the contract's ``chunker.trained`` is read too), and what the segmented data recorded
+        (the tagger file's training data and held-out POS accuracy)."""
         tagger_file = self.params.optional("chunker.tagger")
-        if tagger_file is not None:
-            trained = bool(tagger_file)
-        else:
-            trained = bool(self.params.optional("chunker.trained", True))
-        if trained:
-            tagger = "an NLTK PerceptronTagger trained here on the synthetic corpus's part-of-speech tags"
-            tagger += f" ({tagger_file})" if tagger_file else ""
-        else:
-            tagger = "NLTK's pretrained averaged-perceptron tagger"
+        source = self.params.optional("chunker.source")
+        if source is None:
+            trained = bool(tagger_file) if tagger_file is not None else bool(self.params.optional("chunker.trained", True))
+            source = "synthetic" if trained else "nltk"
+        tagger = {
+            "synthetic": "an NLTK PerceptronTagger trained here on the synthetic corpus's part-of-speech tags",
+            "conll": "an NLTK PerceptronTagger trained here on CoNLL-2003 train's Penn Treebank POS tags",
+            "nltk": "NLTK's pretrained averaged-perceptron tagger",
+        }.get(source, f"tagger source {source}")
+        tagger += f" ({tagger_file})" if tagger_file else ""
         recorded = sorted({info.get("segmenter", {}).get("tagger", "") for info in self._chunker_infos()} - {""})
         suffix = f"; recorded in the segmented data: {', '.join(recorded)}" if recorded else ""
         return f"Chunker segmentation: NLTK RegexpParser NP/VP chunks over tags from {tagger}{suffix}."
