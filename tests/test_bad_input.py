@@ -119,8 +119,6 @@ CASES = [
          prepare("cola", "glue"), "glue/CoLA/train.tsv:2: expected 4 tab-separated fields, found 3"),
     Case("label-set", "label outside the task's label set (SST-2 label 2)", sst2_train([tsv("good", 1), tsv("odd", 2)]),
          prepare("sst2", "glue"), "glue/SST-2/train.tsv:3: label '2' is not one of"),
-    Case("empty-sentence", "empty sentence", sst2_train([tsv("good", 1), tsv("", 0)]),
-         prepare("sst2", "glue"), "glue/SST-2/train.tsv:3: sentence 1 is empty"),
     Case("non-utf8-task", "non-UTF-8 bytes in a task file", glue_with(non_utf8_sst2),
          prepare("sst2", "glue"), "glue/SST-2/train.tsv:3: not valid UTF-8"),
     Case("jsonl", "malformed SNLI JSONL line", snli_files(['{"gold_label": "neutral", "sentence1": "A b .", "sentence2": "C d ."}', '{"gold_label": "neutral", ']),

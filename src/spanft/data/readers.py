@@ -48,7 +48,7 @@ def _read_glue_tsv(task: TaskSpec, split: SplitSpec, path: Path, out: SplitColum
     expected = cols.fields
     row = 0
     blank = 0
-    empty = _EmptyCount(task, split, str(path))
+    empty = _EmptyCount(split, str(path))
     for number, line in read_text_lines(path, what=f"{task.name} {split.name} file"):
         if number == 1 and cols.header:
             expected = expected or len(line.split("\t"))
@@ -74,8 +74,8 @@ def _read_glue_tsv(task: TaskSpec, split: SplitSpec, path: Path, out: SplitColum
 class _EmptyCount:
     """Examples with an empty sentence (a blank question or hypothesis): dropped and counted, not fatal."""
 
-    def __init__(self, task: TaskSpec, split: SplitSpec, origin: str) -> None:
-        self.task, self.split, self.origin = task, split, origin
+    def __init__(self, split: SplitSpec, origin: str) -> None:
+        self.split, self.origin = split, origin
         self.dropped: list[str] = []
 
     def keeps(self, words: Sequence[Sequence[str]], location: str) -> bool:
@@ -105,7 +105,7 @@ def _read_snli_jsonl(task: TaskSpec, split: SplitSpec, path: Path, out: SplitCol
     """SNLI's jsonl: sentence1, sentence2, gold_label; rows whose gold_label is "-" are dropped and counted."""
     dropped = 0
     row = 0
-    empty = _EmptyCount(task, split, str(path))
+    empty = _EmptyCount(split, str(path))
     for number, line in read_text_lines(path, what=f"{task.name} {split.name} file"):
         if not line.strip():
             continue
@@ -298,7 +298,7 @@ def _read_hub_split(task: TaskSpec, split: SplitSpec, ds) -> SplitColumns:
     ids = list(ds["idx"]) if "idx" in ds.column_names else range(len(ds))
     out = SplitColumns(task, split.name)
     dropped = 0
-    empty = _EmptyCount(task, split, origin)
+    empty = _EmptyCount(split, origin)
     for row, idx in enumerate(ids):
         location = f"{origin} row {row}"
         label = labels[row]
