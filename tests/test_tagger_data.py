@@ -183,3 +183,9 @@ def test_fetch_downloads_into_the_workspace_and_converts(tmp_path, monkeypatch, 
     assert load_tagger(tmp_path / "tagger.json").tag(words) == source.tag(words)
     make_tagger(tmp_path / "again.json", "nltk", "local", conll_dir, download_dir=tmp_path / "nltk_data")
     assert len(downloads) == 1  # already in the workspace: no second download
+
+
+def test_the_tagger_file_is_byte_identical_for_identical_inputs(conll_dir, tmp_path):
+    make_tagger(tmp_path / "a.json", "conll", "local", conll_dir)
+    make_tagger(tmp_path / "b.json", "conll", "local", conll_dir)
+    assert (tmp_path / "a.json").read_bytes() == (tmp_path / "b.json").read_bytes()
