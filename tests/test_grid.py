@@ -45,8 +45,16 @@ def test_best_point_per_task_and_variant():
     assert rows[("cola", "sf")]["hparams"]["lr"] == 3e-05 and rows[("cola", "sf")]["dev_score"] == 0.40
     assert rows[("cola", "sf")]["points"] == 3  # 2e-5 (workspace and main: one point), 1e-5, 3e-5
     # every experiment left mrpc's block alone: one point, reached by all four states
-    assert rows[("mrpc", "sf")]["points"] == 1
+    assert rows[("mrpc", "sf")]["points"] == 1 and rows[("mrpc", "sf")]["tied"] == 0
     assert rows[("mrpc", "sf")]["experiments"] == ["workspace", "main", "exp-a", "exp-b"]
+
+
+def test_ties_keep_the_first_point_and_say_so():
+    show = exp_show()
+    show[1]["experiments"][1]["revs"][0]["data"]["metrics"]["reports/metrics.json"]["data"]["glue"]["tiny"]["cola"] = \
+        {"baseline": 0.35, "sf": 0.40}
+    rows = {(r["task"], r["variant"]): r for r in best_points(experiment_points(show), "glue")}
+    assert rows[("cola", "baseline")]["experiments"] == ["exp-a"] and rows[("cola", "baseline")]["tied"] == 1
 
 
 def test_grid_command_is_the_papers_product():

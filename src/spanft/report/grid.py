@@ -22,6 +22,7 @@ import argparse
 import json
 import logging
 import math
+import re
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ PAPER_GRID: dict[str, list] = {
     "max_seq_len": [128, 256],
 }
 VARIANTS = ("baseline", "sf")
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 
 
 def grid_command(task: str, grid: dict[str, Sequence] = PAPER_GRID) -> list[str]:
@@ -73,7 +75,8 @@ def experiment_points(exp_show: list) -> list[Point]:
         data = entry.get("data") or {}
         if entry.get("error") or not data:
             continue
-        name = entry.get("name") or str(entry.get("rev", "?"))[:7]
+        rev = str(entry.get("rev", "?"))
+        name = entry.get("name") or (rev[:7] if _COMMIT.match(rev) else rev)
         points.append(Point(name, _merged(data.get("params")), _merged(data.get("metrics"))))
     return points
 
@@ -120,7 +123,7 @@ def best_points(points: list[Point], study: str = "glue") -> list[dict]:
         best = max(scored, key=lambda e: e["score"])  # max keeps the first of equal scores
         rows.append({"study": study, "backbone": backbone, "task": task, "variant": variant,
                      "dev_score": best["score"], "hparams": best["hparams"], "experiments": best["names"],
-                     "points": len(scored)})
+                     "points": len(scored), "tied": sum(e["score"] == best["score"] for e in scored) - 1})
     return rows
 
 
@@ -144,12 +147,14 @@ def grid_markdown(rows: list[dict], study: str) -> str:
              "|---|---|---|---|---|---|---|"]
     for row in rows:
         params = ", ".join(f"{k} {_format(v)}" for k, v in sorted(row["hparams"].items()))
-        lines.append(f"| {row['backbone']} | {row['task']} | {row['variant']} | {100 * row['dev_score']:.1f} | "
+        tie = f" (tied with {row['tied']})" if row["tied"] else ""
+        lines.append(f"| {row['backbone']} | {row['task']} | {row['variant']} | {100 * row['dev_score']:.1f}{tie} | "
                      f"{row['points']} | {params} | {', '.join(row['experiments'])} |")
     if not rows:
         lines.append("| — | — | — | — | 0 | no experiment has dev scores for this study | — |")
     lines += ["", "Dev scores: reports/metrics.json of each experiment (mean over seeds); the test sets are never "
-              "used to choose.", ""]
+              "used to choose. Points: distinct hparams.<task> blocks scored; a tie keeps the point listed first "
+              "by `dvc exp show`.", ""]
     return "\n".join(lines)
 
 
