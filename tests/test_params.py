@@ -63,7 +63,7 @@ def test_paper_profile_follows_the_authors_lengths():
 def test_paper_profile_real_data_choices():
     tree = load_params(ROOT / "profiles" / "paper.yaml")
     assert tree["chunker"] == {"tagger": "data/tagger.json", "source": "conll"}
-    spanbert = tree["backbones"]["spanbert-large"]
+    spanbert = tree["backbones"]["hub"]["spanbert-large"]
     assert (spanbert["tokenizer_id"], spanbert["lowercase"]) == ("bert-large-cased", False)
 
 
@@ -72,7 +72,7 @@ def test_small_profile_switch_resolves_the_packaged_encoder(tmp_path):
     shutil.copytree(ROOT / "profiles", tmp_path / "profiles")
     use_profile("small", tmp_path)
     tree = check_params_file(tmp_path / "params.yaml")
-    path = Path(tree["backbones"]["minilm"]["path"])
+    path = Path(tree["backbones"]["local"]["minilm"]["path"])
     assert path.is_absolute() and (path / "config.json").is_file()
     assert tree["studies"]["glue"]["tasks"] == ["cola", "sst2", "mrpc", "stsb", "rte"]
     assert all(tree["studies"][s]["seeds"] == [1, 2, 3] for s in ("glue", "ablation"))
@@ -149,8 +149,10 @@ def test_revisions_name_tasks_and_tokenizer_id_is_for_hub_backbones(tree):
     tree["data"]["revisions"] = {"conll": "main"}
     assert "data.revisions: unknown task 'conll'" in _error(tree)
     tree["data"]["revisions"] = {}
-    tree["backbones"]["tiny"]["tokenizer_id"] = "bert-large-cased"
-    assert "backbones.tiny.tokenizer_id is read by source hub only" in _error(tree)
+    tree["backbones"]["hub"]["bert"] = {"hub_id": "SpanBERT/spanbert-large-cased", "tokenizer_id": "bert-large-cased"}
+    check_params(tree, "params.yaml")
+    tree["backbones"]["build"]["tiny"]["tokenizer_id"] = "bert-large-cased"
+    assert "unknown key backbones.build.tiny.tokenizer_id" in _error(tree)
 
 
 def test_a_study_without_backbones_needs_no_tasks(tree):

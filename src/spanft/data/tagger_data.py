@@ -21,26 +21,11 @@ from pathlib import Path
 from spanft.data.corpus import TAGGED_HELDOUT_STREAM, synthetic_tagged_sentences
 from spanft.data.readers import conll_pos_sentences, hub_revision
 from spanft.data.registry import get_task
+from spanft.data.tagger_sources import REAL_DATA_SOURCES, check_tagger_source
 from spanft.errors import SpanftError
 from spanft.text.chunker import PRETRAINED_NAME, fetch_pretrained_tagger, save_tagger, tagging_accuracy, train_tagger
 
 log = logging.getLogger("spanft")
-
-TAGGER_SOURCES = ("synthetic", "conll", "nltk")
-REAL_DATA_SOURCES = ("hf", "local")
-
-
-def check_tagger_source(tagger_source: str, data_source: str) -> None:
-    """The tagger must describe the task data's language: synthetic tags for synthetic data only."""
-    if tagger_source not in TAGGER_SOURCES:
-        raise SpanftError(f"chunker.source: {tagger_source!r} is not one of {', '.join(TAGGER_SOURCES)}")
-    if tagger_source == "synthetic" and data_source in REAL_DATA_SOURCES:
-        raise SpanftError("chunker.source synthetic tags the synthetic language only; with real task data "
-                          f"(data.source {data_source}) use conll (trained on CoNLL-2003 POS, offline) or nltk")
-    if tagger_source == "conll" and data_source not in REAL_DATA_SOURCES:
-        raise SpanftError(f"chunker.source conll needs real CoNLL-2003 files (data.source hf or local, found "
-                          f"{data_source!r}); synthetic task data goes with chunker.source synthetic")
-
 
 def make_tagger(
     out: str | Path,

@@ -269,7 +269,7 @@ def _check_backbone(name: str, source: str, spec: dict, path) -> None:
 def _check_real_data(tree: dict, path) -> None:
     """The tagger must fit the task data; revisions name tasks (tokenizer_id sits under backbones.hub only)."""
     from spanft.data.registry import TASKS
-    from spanft.data.tagger_data import check_tagger_source
+    from spanft.data.tagger_sources import check_tagger_source
 
     try:
         check_tagger_source(tree["chunker"]["source"], tree["data"]["source"])
