@@ -477,8 +477,11 @@ def test_local_source_refuses_what_is_not_a_model(backbone_cli, bpe_built, tmp_p
 CASED_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "Zorb", "zorb", "Kel", "kel", "##s", "."]
 
 
-def _spanbert_like(root: Path) -> Path:
-    """vocab.txt (cased words), config.json without a dtype, fp16 pytorch_model.bin: SpanBERT's three files."""
+def _spanbert_like(root: Path, safetensors: bool = False) -> Path:
+    """vocab.txt (cased words), config.json without a dtype, fp16 pytorch_model.bin: SpanBERT's three files.
+
+    ``safetensors``: also the same fp16 weights as model.safetensors (the copy converted once where it is trusted,
+    the only weights spanft loads)."""
     import json
 
     from transformers import BertConfig, BertModel
@@ -488,7 +491,12 @@ def _spanbert_like(root: Path) -> Path:
     config = BertConfig(vocab_size=len(CASED_VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
                         intermediate_size=32, max_position_embeddings=32)
     torch.manual_seed(0)
-    torch.save(BertModel(config).half().state_dict(), root / "pytorch_model.bin")
+    state = BertModel(config).half().state_dict()
+    torch.save(state, root / "pytorch_model.bin")
+    if safetensors:
+        from safetensors.torch import save_file
+
+        save_file({k: v.contiguous() for k, v in state.items()}, root / "model.safetensors", metadata={"format": "pt"})
     fields = {k: v for k, v in config.to_dict().items() if k not in ("dtype", "torch_dtype")}
     (root / "config.json").write_text(json.dumps(fields), encoding="utf-8")
     return root
@@ -508,7 +516,7 @@ def fake_hub_models(monkeypatch, tmp_path):
     """``from_pretrained(hub id)`` reads a local copy of that repository; records (class, id, kwargs)."""
     import transformers
 
-    repos = {"SpanBERT/spanbert-large-cased": _spanbert_like(tmp_path / "hub" / "spanbert"),
+    repos = {"SpanBERT/spanbert-large-cased": _spanbert_like(tmp_path / "hub" / "spanbert", safetensors=True),
              "bert-large-cased": _cased_tokenizer_repo(tmp_path / "hub" / "bert-large-cased")}
     calls = []
 
@@ -535,12 +543,12 @@ def test_spanbert_layout_without_the_fixes_is_lowercased_and_fp16(tmp_path):
     assert next(AutoModel.from_pretrained(repo).parameters()).dtype == torch.float16
 
 
-@pytest.mark.parametrize("tokenizer_args", [["--tokenizer_id", "bert-large-cased"], ["--no-lowercase"]])
+@pytest.mark.parametrize("tokenizer_args", [["--tokenizer-id", "bert-large-cased"], ["--no-lowercase"]])
 def test_spanbert_gets_a_cased_tokenizer_and_float32_weights(backbone_cli, fake_hub_models, offline, tmp_path,
                                                              tokenizer_args):
     repos, calls = fake_hub_models
     out = tmp_path / "spanbert-large"
-    assert backbone_cli(["backbone", "spanbert-large", "--out", str(out), "--source", "hub", "--hub_id",
+    assert backbone_cli(["backbone", "spanbert-large", "--out", str(out), "--source", "hub", "--hub-id",
                          "SpanBERT/spanbert-large-cased", *tokenizer_args]) == 0
     model, tokenizer = load_backbone(str(out))
     assert tokenizer.tokenize("Zorb kel") == ["Zorb", "kel"] and not backbone_is_uncased(tokenizer)
@@ -549,7 +557,8 @@ def test_spanbert_gets_a_cased_tokenizer_and_float32_weights(backbone_cli, fake_
     original = torch.load(repos["SpanBERT/spanbert-large-cased"] / "pytorch_model.bin")
     saved = model.state_dict()
     assert all(torch.equal(saved[k], original[k].float()) for k in original if k in saved)
-    assert ("AutoModel", "SpanBERT/spanbert-large-cased", {"dtype": "torch.float32"}) in calls
+    assert ("AutoModel", "SpanBERT/spanbert-large-cased",
+            {"dtype": "torch.float32", "use_safetensors": "True", "trust_remote_code": "False"}) in calls
     record = read_provenance(out)
     assert record["source"] == "hub" and record["id_or_path"] == "SpanBERT/spanbert-large-cased"
     assert record["tokenizer"]["lowercase"] is False and record["dtype"] == "float32"

@@ -287,5 +287,5 @@ def test_prepared_hub_data_records_the_resolved_commit(monkeypatch, tmp_path):
     assert record == {"source": "hf", "id_or_path": "nyu-mll/glue", "revision": "f" * 40, "requested_revision": None,
                       "config": "rte", "splits": ["train", "validation"], "absent_splits": ["test"]}
     assert asked == [("nyu-mll/glue", None, "dataset")]
-    assert sorted(p.name for p in (tmp_path / "rte").iterdir()) == ["provenance.json", "train.parquet",
-                                                                   "validation.parquet"]
+    assert sorted(p.name for p in (tmp_path / "rte").iterdir()) == [".spanft-output", "provenance.json",
+                                                                   "train.parquet", "validation.parquet"]
