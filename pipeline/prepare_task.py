@@ -20,7 +20,8 @@ def main() -> int:
         data, synthetic = params["data"], params["data"]["synthetic"]
         sizes = synthetic_sizes(synthetic["train_size"], synthetic["eval_size"], synthetic["test_size"],
                                 synthetic["seed"], language_seed=params["corpus"]["seed"])
-        prepare_task(args.task, args.out, data["source"], data["dir"], sizes)
+        revision = (data.get("revisions") or {}).get(args.task)
+        prepare_task(args.task, args.out, data["source"], data["dir"], sizes, revision)
 
     return run_stage(prepare, quiet=True)
 

@@ -1,21 +1,27 @@
-"""Stage tagger: NLTK's PerceptronTagger trained on the corpus stage's tagged sentences (chunker ablation).
+"""Stage tagger: the chunker ablation's POS tagger from ``chunker.source`` (synthetic | conll | nltk).
 
-    python pipeline/tagger.py data/corpus/tagged.tsv data/tagger.json
+    python pipeline/tagger.py data/tagger.json
 """
 
 import argparse
 import sys
 
+from spanft.data.tagger_data import make_tagger
 from spanft.params.stage import run_stage
-from spanft.text.chunker import train_tagger_file
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("tagged", help="tagged sentences (word<TAB>tag, a blank line between sentences)")
     parser.add_argument("out", help="tagger file to write (JSON)")
     args = parser.parse_args()
-    return run_stage(lambda params: train_tagger_file(args.tagged, args.out))
+
+    def tagger(params: dict) -> None:
+        data, corpus = params["data"], params["corpus"]
+        make_tagger(args.out, params["chunker"]["source"], data["source"], data["dir"],
+                    (data.get("revisions") or {}).get("conll2003"), corpus["seed"], corpus["tagged_sentences"],
+                    download_dir="data/nltk_data")
+
+    return run_stage(tagger)
 
 
 if __name__ == "__main__":

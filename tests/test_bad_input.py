@@ -250,8 +250,8 @@ def lines_kept(root: Path, done: subprocess.CompletedProcess) -> str:
 def parquet_written(folder: str) -> Callable[[Path, subprocess.CompletedProcess], str]:
     def check(root: Path, done: subprocess.CompletedProcess) -> str:
         names = sorted(p.name for p in (root / folder).iterdir())
-        assert names == [MARKER, "test.parquet", "train.parquet", "validation.parquet"], names
-        return f"exit 0; `{folder}/` holds train, validation, test .parquet"
+        assert names == [MARKER, "provenance.json", "test.parquet", "train.parquet", "validation.parquet"], names
+        return f"exit 0; `{folder}/` holds train, validation, test .parquet and provenance.json"
 
     return check
 
@@ -380,8 +380,6 @@ CASES = [
          prepare("cola", "glue"), "glue/CoLA/train.tsv:2: expected 4 tab-separated fields, found 3"),
     Case("inputs", "label-set", "label outside the task's label set (SST-2 label 2)", sst2_train([tsv("good", 1), tsv("odd", 2)]),
          prepare("sst2", "glue"), "glue/SST-2/train.tsv:3: label '2' is not one of"),
-    Case("inputs", "empty-sentence", "empty sentence", sst2_train([tsv("good", 1), tsv("", 0)]),
-         prepare("sst2", "glue"), "glue/SST-2/train.tsv:3: sentence 1 is empty"),
     Case("inputs", "non-utf8-task", "non-UTF-8 bytes in a task file", glue_with(non_utf8_sst2),
          prepare("sst2", "glue"), "glue/SST-2/train.tsv:3: not valid UTF-8"),
     Case("inputs", "snli-null", "SNLI line with a null sentence", snli_files([SNLI_OK, '{"gold_label": "neutral", "sentence1": null, "sentence2": "C d ."}']),

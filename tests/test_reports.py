@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 import io
 import json
 import logging
@@ -86,14 +87,16 @@ def _split_rows(task, split: str, rng, labeled: bool):
     return ([names[g] for g in gold] if labeled else [""] * N_EXAMPLES), [names[p] for p in pred], gold, pred
 
 
-def write_run(root: Path, study: str, backbone: str, task_name: str, variant: str, seed: int,
-              score_test: bool = True) -> None:
+def _write_run(root: Path, study: str, backbone: str, task_name: str, variant: str, seed: int,
+               score_test: bool = True, absent_test: bool = False) -> None:
+    """``absent_test``: the run's data had train and dev only (no test predictions, ``splits.absent``)."""
     task = get_task(task_name)
     rng = _rng(study, backbone, task_name, variant, seed)
     path = root / study / backbone / task_name / variant / f"seed{seed}"
     (path / "predictions").mkdir(parents=True)
     metrics = {}
-    for split in [*task.eval_splits, *task.test_splits]:
+    absent = [s for s in task.all_splits if absent_test and task.splits[s].optional]
+    for split in [s for s in (*task.eval_splits, *task.test_splits) if s not in absent]:
         labeled = split in task.eval_splits
         gold, pred, gold_ids, pred_ids = _split_rows(task, split, rng, labeled)
         if (study, task_name, variant, seed) == CONSTANT_RUN:  # a run that learned nothing: one class always
@@ -109,7 +112,7 @@ def write_run(root: Path, study: str, backbone: str, task_name: str, variant: st
         "history": [], "train_seconds": 10.0 + seed + (2.5 if sf else 0.0), "device": "cpu (2 cores, 2 threads)",
         "backbone_parameters": 1000, "extra_parameters": 30 if sf else 0,
         "extra_parameters_percent": 3.0 if sf else 0.0, "examples": {}, "truncation": {}, "resumed_from": None,
-        "settings": {},
+        "settings": {}, "splits": {"present": [s for s in task.all_splits if s not in absent], "absent": absent},
     }
     if study == "glue":  # glue runs record their inputs; the other studies' runs do not
         summary["inputs"] = {"backbone": {"source": "build", "id_or_path": f"data/backbones/{backbone}",
@@ -144,8 +147,9 @@ def write_segmented(root: Path) -> None:
             (directory / "segmentation.json").write_text(json.dumps({"segmenter": {}, "splits": {"train": stats}}))
 
 
-def write_all_runs(root: Path) -> None:
+def write_all_runs(root: Path, absent_test: bool = False) -> None:
     studies = PARAMS["studies"]
+    write_run = functools.partial(_write_run, absent_test=absent_test)
     for seed in SEEDS:
         for task in studies["glue"]["tasks"]:
             for variant in ("baseline", "sf"):
@@ -469,6 +473,27 @@ def test_glue_submission_uses_the_best_seed(tree, tmp_path, caplog):
     assert "SST-2" in caplog.text and "QQP" in caplog.text  # the missing leaderboard files are listed
 
 
+def test_runs_without_test_splits_still_render_every_report(tmp_path, caplog):
+    write_all_runs(tmp_path / "runs", absent_test=True)
+    write_segmented(tmp_path / "segmented")
+    write_reports(PARAMS, tmp_path / "runs", tmp_path / "segmented", tmp_path / "out")
+    written = sorted(str(p.relative_to(tmp_path / "out")) for p in (tmp_path / "out").rglob("*") if p.is_file())
+    assert written == sorted(EXPECTED_FILES)
+    for number in (5, 8):  # SNLI and CoNLL-2003: dev scored, test absent
+        table = pd.read_csv(tmp_path / f"out/tables/table{number}.csv")
+        ours = table[table["statistic"] == "ours"]
+        assert len(ours[ours["split"] == "test"]) and ours[ours["split"] == "test"]["mean_pct"].isna().all()
+        assert ours[ours["split"] == "validation"]["mean_pct"].notna().all()
+    with caplog.at_level(logging.WARNING, logger="spanft"):
+        used = glue_submission(tmp_path / "runs/glue/tiny", "sf", tmp_path / "sub.zip")
+    assert used == {}
+    with zipfile.ZipFile(tmp_path / "sub.zip") as archive:
+        assert archive.namelist() == []
+    for stem in ("CoLA", "MRPC", "STS-B", "MNLI-m", "MNLI-mm", "AX"):
+        assert f"{stem}.tsv skipped" in caplog.text
+    assert "cola test was absent from the task data" in caplog.text
+
+
 def test_glue_submission_without_runs_is_an_error(tmp_path):
     (tmp_path / "glue").mkdir()
     with pytest.raises(SpanftError, match="no GLUE runs"):
@@ -749,3 +774,23 @@ def test_bootstrap_params_are_checked():
     params["reports"]["bootstrap"] = {"resamples": "many", "seed": 0}
     with pytest.raises(SpanftError, match="reports.bootstrap.resamples must be an integer"):
         build_reports(params, Path("/nonexistent"), Path("/nonexistent"))
+
+
+def test_table6_names_the_conll_tagger_and_its_accuracy(tree, tmp_path):
+    # The segmented data records the tagger file's description (ChunkSegmenter.load): it reaches Table 6's notes.
+    import shutil
+
+    from spanft.text.chunker import describe_tagger
+
+    segmented = tmp_path / "segmented"
+    shutil.copytree(tree / "segmented", segmented)
+    about = {"trained_on": "CoNLL-2003 train POS (files under data/raw)", "accuracy": {"test": 0.9312},
+             "evaluated_on": "CoNLL-2003 POS (files under data/raw)"}
+    info = segmented / "chunker" / "cola" / "segmentation.json"
+    info.write_text(json.dumps({"segmenter": {"method": "chunker", "tagger": f"file:tagger.json ({describe_tagger(about)})"},
+                                "splits": {}}))
+    params = copy.deepcopy(PARAMS)
+    params["chunker"] = {"tagger": "data/tagger.json", "source": "conll"}
+    note = build_reports(params, tree / "runs", segmented)["tables/table6.md"].decode()
+    assert "tags from an NLTK PerceptronTagger trained here on CoNLL-2003 train's Penn Treebank POS tags" in note
+    assert "POS accuracy test 0.9312" in note

@@ -175,7 +175,8 @@ def test_paths_outside_the_workspace_are_deps(tmp_path):
     assert all(str(outside / "glue") in stages[f"prepare_task@{task}"]["deps"] for task in params["tasks"])
     assert str(outside / "model") in stages["copy_backbone@mine"]["deps"]
     readers = {name for name, stage in stages.items() if any(dep.startswith(str(outside)) for dep in stage["deps"])}
-    assert readers == {"corpus", "copy_backbone@mine", *(f"prepare_task@{task}" for task in params["tasks"])}
+    assert str(outside / "glue") in stages["tagger"]["deps"]  # CoNLL-2003's POS column, for chunker.source conll
+    assert readers == {"corpus", "tagger", "copy_backbone@mine", *(f"prepare_task@{task}" for task in params["tasks"])}
 
 
 # ------------------------------------------------------------------------------------------- studies

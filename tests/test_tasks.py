@@ -145,12 +145,12 @@ def test_hub_conll_maps_tags_by_name_and_uses_the_parquet_revision(monkeypatch):
                                   "ner_tags": datasets.Sequence(classlabel(shuffled))})
     split = datasets.Dataset.from_dict({"id": ["0"], "tokens": [["Ulm", "met", "Zarn"]], "ner_tags": [[1, 0, 3]]},
                                        features=features)
-    load, calls = fake_hub({("eriktks/conll2003", "conll2003", s): split for s in ("train", "validation", "test")})
+    load, calls = fake_hub({("eriktks/conll2003", "default", s): split for s in ("train", "validation", "test")})
     monkeypatch.setattr(datasets, "load_dataset", load)
     data = load_task(task, "hf")
     assert [task.label_names[t] for t in data["test"].labels[0]] == ["B-LOC", "O", "B-PER"]
     assert data["train"].words_a == [["Ulm", "met", "Zarn"]]
-    assert calls[0][3] == "refs/convert/parquet"
+    assert calls == [("eriktks/conll2003", "default", s, "refs/convert/parquet") for s in ("train", "validation", "test")]
 
 
 def test_hub_stsb_scores_and_nan_test(monkeypatch):
@@ -194,3 +194,98 @@ def test_hub_without_network_says_how_to_use_local(monkeypatch, capsys):
 def test_unknown_source():
     with pytest.raises(SpanftError, match="unknown source 'web'"):
         load_task("cola", "web")
+
+
+# ------------------------------------------------------------------ the hub's real schemas (local copies of the layout)
+
+
+def test_mnli_matched_and_mismatched_are_told_apart(monkeypatch):
+    # Each hub split holds its own sentences: swapping matched and mismatched anywhere (registry hub names,
+    # the dev split that selects epochs, the table columns, the submission files) changes what lands where.
+    from spanft.report.tables import glue_columns
+
+    names, repo = EXPECTED_LABELS["mnli"], "nyu-mll/glue"
+    tables = {(repo, "mnli", split): glue_pair([f"{split.replace('_', '')} premise ."], ["some hypothesis ."],
+                                               [label], names, idx=[i])
+              for i, (split, label) in enumerate([("train", 0), ("validation_matched", 1), ("validation_mismatched", 2),
+                                                  ("test_matched", -1), ("test_mismatched", -1)])}
+    tables[(repo, "ax", "test")] = glue_pair(["ax premise ."], ["ax hypothesis ."], [-1], names, idx=[9])
+    load, _ = fake_hub(tables)
+    monkeypatch.setattr(datasets, "load_dataset", load)
+    data = load_task("mnli", "hf")
+    for split in ("validation_matched", "validation_mismatched", "test_matched", "test_mismatched"):
+        assert data[split].words_a == [[split.replace("_", ""), "premise", "."]], split
+    assert data["validation_matched"].labels == [1] and data["validation_mismatched"].labels == [2]
+    mnli = get_task("mnli")
+    assert mnli.selection_split == "validation_matched"
+    columns = {column.label: column.split for column in glue_columns(["mnli"])}
+    assert columns == {"MNLI-m (Acc)": "validation_matched", "MNLI-mm (Acc)": "validation_mismatched"}
+    stems = submission_splits()
+    assert stems["MNLI-m"][1].name == "test_matched" and stems["MNLI-mm"][1].name == "test_mismatched"
+    assert (mnli.splits["test_matched"].local_paths[0], mnli.splits["test_mismatched"].local_paths[0]) == \
+        ("MNLI/test_matched.tsv", "MNLI/test_mismatched.tsv")
+
+
+def test_hub_empty_sentences_are_dropped_and_counted(monkeypatch, caplog):
+    names, repo = EXPECTED_LABELS["qqp"], "nyu-mll/glue"
+    train = glue_pair(["How do wugs fly?", "", "Why?"], ["Do wugs fly?", "Is it so?", ""], [1, 0, 0], names,
+                      idx=[5, 6, 7], columns=("question1", "question2"))
+    other = glue_pair(["Ok?"], ["Ok ?"], [1], names, columns=("question1", "question2"))
+    test = glue_pair(["", "Fine?"], ["Hm?", "Fine ?"], [-1, -1], names, idx=[0, 1], columns=("question1", "question2"))
+    load, _ = fake_hub({(repo, "qqp", "train"): train, (repo, "qqp", "validation"): other, (repo, "qqp", "test"): test})
+    monkeypatch.setattr(datasets, "load_dataset", load)
+    with caplog.at_level(logging.WARNING, logger="spanft"):
+        data = load_task("qqp", "hf")
+    assert data["train"].idx == [5] and data["test"].idx == [1]
+    assert "nyu-mll/glue/qqp train: dropped 2 example(s) with an empty sentence" in caplog.text
+    assert "nyu-mll/glue/qqp test: dropped 1 example(s)" in caplog.text and "QQP submission file will lack" in caplog.text
+
+
+def test_a_config_the_hub_repository_lacks_is_not_called_a_network_problem(monkeypatch):
+    def no_config(path, name=None, split=None, revision=None, **kwargs):
+        raise ValueError(f"BuilderConfig '{name}' not found. Available: ['default']")
+
+    monkeypatch.setattr(datasets, "load_dataset", no_config)
+    with pytest.raises(SpanftError) as err:
+        load_task("conll2003", "hf")
+    message = str(err.value)
+    assert "has no config 'default'" in message and "layout differs from the task registry" in message
+    assert "network" not in message and "\n" not in message
+
+
+def test_hub_revision_param_overrides_the_registry(monkeypatch):
+    from spanft.data.prepare import iter_task
+
+    split = glue_pair(["A ."], ["B ."], [0], EXPECTED_LABELS["rte"], columns=("sentence1", "sentence2"))
+    load, calls = fake_hub({("nyu-mll/glue", "rte", s): split for s in ("train", "validation", "test")})
+    monkeypatch.setattr(datasets, "load_dataset", load)
+    dict(iter_task("rte", "hf", revision="0123abc"))
+    assert {call[3] for call in calls} == {"0123abc"}
+
+
+def test_prepared_hub_data_records_the_resolved_commit(monkeypatch, tmp_path):
+    import spanft.data.provenance as provenance
+    from spanft.data.prepare import prepare_task
+
+    split = glue_pair(["A ."], ["B ."], [0], EXPECTED_LABELS["rte"], columns=("sentence1", "sentence2"))
+    asked = []
+
+    def hub_commit(repo_id, revision=None, repo_type="dataset"):
+        asked.append((repo_id, revision, repo_type))
+        return "f" * 40
+
+    monkeypatch.setattr(provenance, "hub_commit", hub_commit)
+    tables = {("nyu-mll/glue", "rte", s): split for s in ("train", "validation")}
+
+    def without_test(path, name=None, split=None, revision=None, **kwargs):
+        if (path, name, split) not in tables:
+            raise ValueError(f'Unknown split "{split}". Should be one of [\'train\', \'validation\'].')
+        return tables[(path, name, split)]
+
+    monkeypatch.setattr(datasets, "load_dataset", without_test)
+    record = prepare_task("rte", tmp_path / "rte", "hf")
+    assert record == {"source": "hf", "id_or_path": "nyu-mll/glue", "revision": "f" * 40, "requested_revision": None,
+                      "config": "rte", "splits": ["train", "validation"], "absent_splits": ["test"]}
+    assert asked == [("nyu-mll/glue", None, "dataset")]
+    assert sorted(p.name for p in (tmp_path / "rte").iterdir()) == [".spanft-output", "provenance.json",
+                                                                   "train.parquet", "validation.parquet"]

@@ -364,3 +364,51 @@ def test_options_validation_without_running():
     assert FinetuneOptions(task="sst2", backbone="x", variant="sf", data="d", out="o").resolved_max_spans() == 64
     assert FinetuneOptions(task="sst2", backbone="x", variant="sf", data="d", out="o", max_seq_len=9,
                            max_spans=None).resolved_max_spans() == 4
+
+
+# --------------------------------------------------------------------------------------------- absent splits, inputs
+
+
+def _without_split(workspace: Path, task: str, split: str, name: str) -> Path:
+    """A copy of the prepared task written by the prepare stage (provenance.json included), minus one split."""
+    from spanft.data.columns import SyntheticSizes
+    from spanft.data.prepare import prepare_task
+
+    out = workspace / "partial" / name
+    prepare_task(task, out, "synthetic", sizes=SyntheticSizes(**SIZES))
+    (out / f"{split}.parquet").unlink()
+    return out
+
+
+@pytest.mark.parametrize("task, variant", [("sst2", "baseline"), ("conll2003", "baseline")])
+def test_absent_test_split_means_no_test_predictions(workspace, task, variant):
+    from spanft.data.provenance import read_provenance
+
+    data = _without_split(workspace, task, "test", f"{task}-no-test")
+    summary = run_finetune(_options(workspace, f"runs/{task}-no-test", task=task, variant=variant, epochs=1,
+                                    data=str(data)))
+    out = workspace / f"runs/{task}-no-test"
+    assert sorted(p.name for p in (out / "predictions").iterdir()) == ["validation.tsv"]
+    assert summary["splits"] == {"present": ["train", "validation"], "absent": ["test"]}
+    assert set(summary["metrics"]) == {"validation"}  # conll2003: its labeled test split is simply not scored
+    # what the run read: the prepared data's own record and the built backbone's
+    assert summary["inputs"]["data"] == read_provenance(data)
+    assert summary["inputs"]["data"]["source"] == "synthetic" and len(summary["inputs"]["data"]["digest"]) == 64
+    assert summary["inputs"]["backbone"] == read_provenance(workspace / "backbone")
+    assert summary["inputs"]["backbone"]["source"] == "build"
+
+
+def test_absent_dev_split_is_an_error_naming_the_file(workspace):
+    data = _without_split(workspace, "rte", "validation", "rte-no-dev")
+    with pytest.raises(SpanftError, match=r"rte-no-dev/validation\.parquet: prepared split not found"):
+        run_finetune(_options(workspace, "runs/rte-no-dev", task="rte", variant="baseline", data=str(data)))
+
+
+def test_data_without_a_record_is_identified_by_its_digest(workspace):
+    from spanft.data.provenance import directory_digest
+    from spanft.train.finetune import run_provenance
+
+    data = workspace / "prepared" / "sst2"  # written by write_prepared alone: no provenance.json
+    inputs = run_provenance(str(workspace / "backbone"), data)
+    assert inputs["data"] == {"source": "unrecorded", "id_or_path": str(data.resolve()),
+                              "digest": directory_digest(data)}

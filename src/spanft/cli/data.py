@@ -17,7 +17,8 @@ def add_corpus(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--hf-id", default="Salesforce/wikitext")
     p.add_argument("--hf-config", default="wikitext-103-raw-v1")
     p.add_argument("--hf-split", default="train")
-    p.add_argument("--tagged-out", default=None, help="also write POS-tagged synthetic sentences here (chunker tagger)")
+    p.add_argument("--hf-revision", default=None, help="hf: a branch, tag or commit of the dataset (default: main)")
+    p.add_argument("--tagged-out", default=None, help="synthetic: also write POS-tagged sentences here (chunker tagger)")
     p.add_argument("--tagged-sentences", type=int, default=5000, help="number of tagged sentences")
     p.set_defaults(run=corpus)
 
@@ -27,7 +28,7 @@ def corpus(args: argparse.Namespace) -> int:
 
     write_corpus(args.out, args.tagged_out, source=args.source, tokens=args.tokens, seed=args.seed,
                  local_path=args.local_path, hf_id=args.hf_id, hf_config=args.hf_config, hf_split=args.hf_split,
-                 tagged_sentences=args.tagged_sentences)
+                 hf_revision=args.hf_revision, tagged_sentences=args.tagged_sentences)
     return 0
 
 
@@ -67,11 +68,12 @@ def add_prepare_task(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("prepare-task", help="normalise a task's data to <out>/<split>.parquet (words, labels)")
     _task_source_arguments(p)
     p.add_argument("--out", required=True, help="directory to write (replaced atomically)")
+    p.add_argument("--revision", default=None, help="hf: a branch, tag or commit of the task's dataset")
     p.set_defaults(run=prepare_task)
 
 
 def prepare_task(args: argparse.Namespace) -> int:
     from spanft.data.prepare import prepare_task
 
-    prepare_task(args.task, args.out, args.source, args.data_dir, _sizes(args))
+    prepare_task(args.task, args.out, args.source, args.data_dir, _sizes(args), args.revision)
     return 0

@@ -50,5 +50,38 @@ def add_submission(sub: argparse._SubParsersAction) -> None:
 def submission(args: argparse.Namespace) -> int:
     from spanft.report.submission import parse_pred_arguments, write_glue_submission
 
-    write_glue_submission(parse_pred_arguments(args.pred), args.out)
+    found, skipped = parse_pred_arguments(args.pred)
+    write_glue_submission(found, args.out, skipped)
+    return 0
+
+
+def add_grid_report(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("grid-report", help="best hyper-parameter point per task by dev score (DVC experiments)")
+    p.add_argument("exp_json", nargs="?", default=None, metavar="EXP_JSON",
+                   help="saved `dvc exp show --json` output (default: run it here)")
+    p.add_argument("--study", default="glue", help="study whose dev scores choose (default glue)")
+    p.add_argument("--out", default=None, help="markdown file to write (default: print only)")
+    p.set_defaults(run=grid_report)
+
+
+def grid_report(args: argparse.Namespace) -> int:
+    from spanft.report.grid import grid_report
+
+    print(grid_report(args.exp_json, args.study, args.out), end="")
+    return 0
+
+
+def add_grid_command(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("grid-command", help="print the dvc command that queues the paper's grid for a task")
+    p.add_argument("task", metavar="TASK")
+    p.set_defaults(run=grid_command)
+
+
+def grid_command(args: argparse.Namespace) -> int:
+    import shlex
+
+    from spanft.data.registry import get_task
+    from spanft.report.grid import grid_command
+
+    print(shlex.join(grid_command(get_task(args.task).name)))
     return 0

@@ -51,16 +51,27 @@ def write_synthetic_corpus(path: str | Path, tokens: int, seed: int) -> int:
     return written
 
 
-def write_tagged_sentences(path: str | Path, n: int, seed: int) -> None:
-    """Write ``n`` synthetic sentences as ``word<TAB>PTB-tag`` lines, a blank line between sentences."""
+# Random streams of the tagged sentences: training and held-out draws never share a sentence's randomness.
+TAGGED_TRAIN_STREAM = 2
+TAGGED_HELDOUT_STREAM = 3
+
+
+def synthetic_tagged_sentences(n: int, seed: int, stream: int = TAGGED_TRAIN_STREAM) -> list[list[tuple[str, str]]]:
+    """``n`` sentences of the synthetic language (corpus seed ``seed``) as ``(word, Penn tag)`` pairs."""
     if n <= 0:
         raise SpanftError(f"corpus.tagged_sentences must be > 0, got {n}")
     check_seed(seed)
     language = language_for_seed(seed)
-    rng = np.random.default_rng([seed, 2])
+    rng = np.random.default_rng([seed, stream])
+    return [[(t.word, t.pos) for t in sentence] for sentence in language.sentences(rng, n)]
+
+
+def write_tagged_sentences(path: str | Path, n: int, seed: int) -> None:
+    """Write ``n`` synthetic sentences as ``word<TAB>PTB-tag`` lines, a blank line between sentences."""
+    sentences = synthetic_tagged_sentences(n, seed)
     with atomic_open(path) as out:
-        for sentence in language.sentences(rng, n):
-            out.write("".join(f"{t.word}\t{t.pos}\n" for t in sentence) + "\n")
+        for sentence in sentences:
+            out.write("".join(f"{word}\t{tag}\n" for word, tag in sentence) + "\n")
     log.info("corpus: wrote %d POS-tagged sentences to %s", n, path)
 
 
@@ -129,13 +140,19 @@ def _wikitext_file(path: Path) -> Path:
     raise SpanftError(f"{path}: a directory without {' or '.join(WIKITEXT_TRAIN_FILES)} (corpus.local_path)")
 
 
-def write_hf_corpus(hf_id: str, hf_config: str | None, hf_split: str, out_path: str | Path) -> int:
-    """WikiText from the Hugging Face hub (``datasets.load_dataset``, ``text`` column) -> corpus file."""
+def write_hf_corpus(
+    hf_id: str, hf_config: str | None, hf_split: str, out_path: str | Path, revision: str | None = None
+) -> int:
+    """WikiText from the Hugging Face hub (``datasets.load_dataset``, ``text`` column) -> corpus file.
+
+    ``revision``: a branch, tag or commit of the dataset repository (None or '': its main branch).
+    """
     import datasets
 
-    source = f"{hf_id} ({hf_config}, split {hf_split})"
+    revision = revision or None
+    source = f"{hf_id} ({hf_config}, split {hf_split}{', revision ' + revision if revision else ''})"
     try:
-        data = datasets.load_dataset(hf_id, hf_config, split=hf_split)
+        data = datasets.load_dataset(hf_id, hf_config, split=hf_split, revision=revision)
     except Exception as exc:  # network, hub and cache errors all end the same way for the user
         first_line = (str(exc).strip().splitlines() or [""])[0][:200]
         raise SpanftError(
@@ -156,16 +173,20 @@ def _iter_column(data, column: str, batch_size: int = 10_000) -> Iterator[str]:
 def write_corpus(out: str | Path, tagged_out: str | Path | None = None, *, source: str = "synthetic",
                  tokens: int = 2_000_000, seed: int = 0, local_path: str | None = None,
                  hf_id: str = "Salesforce/wikitext", hf_config: str | None = "wikitext-103-raw-v1",
-                 hf_split: str = "train", tagged_sentences: int = 5000) -> None:
+                 hf_split: str = "train", hf_revision: str | None = None, tagged_sentences: int = 5000) -> None:
     """The corpus stage: write the corpus from ``source`` (params ``corpus``), and the tagged sentences.
 
-    ``tagged_out`` is written from the synthetic language whatever the source, so the stage's outputs
-    do not depend on it (the paper profile's chunker uses NLTK's pretrained tagger instead).
+    ``tagged_out``: POS-tagged sentences of the synthetic language, written only with the synthetic corpus
+    (they describe that language and nothing else); with a real corpus the chunker's tagger learns from
+    CoNLL-2003's POS column instead (the tagger stage, :mod:`spanft.data.tagger_data`).
     """
     if tagged_out and Path(tagged_out).resolve() == Path(out).resolve():
         raise SpanftError(f"corpus: the tagged-sentences file {tagged_out} is the corpus file: give two different files")
     if tagged_out and tagged_sentences <= 0:
         raise SpanftError(f"corpus.tagged_sentences must be > 0, got {tagged_sentences}")
+    if tagged_out and source != "synthetic":
+        log.info("corpus: no tagged sentences for a %s corpus (%s not written): synthetic tags exist only with "
+                 "the synthetic corpus", source, tagged_out)
     if source == "synthetic":
         write_synthetic_corpus(out, tokens, seed)
     elif source == "local":
@@ -173,8 +194,8 @@ def write_corpus(out: str | Path, tagged_out: str | Path | None = None, *, sourc
             raise SpanftError("corpus.source is local but corpus.local_path is not set (--local-path FILE)")
         write_local_corpus(local_path, out)
     elif source == "hf":
-        write_hf_corpus(hf_id, hf_config, hf_split, out)
+        write_hf_corpus(hf_id, hf_config, hf_split, out, hf_revision)
     else:
         raise SpanftError(f"corpus.source: unknown source {source!r}; valid sources: synthetic, hf, local")
-    if tagged_out:
+    if tagged_out and source == "synthetic":
         write_tagged_sentences(tagged_out, tagged_sentences, seed)

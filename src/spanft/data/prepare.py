@@ -9,12 +9,15 @@ Prepared layout (the prepare-task stage, ``spanft prepare-task``): ``<out>/<spli
 - ``label`` int64 (registry order, -1 unlabeled) or float64 for STS-B (NaN unlabeled); tagging tasks have
   ``tags`` list<int64> (IOB2 ids; empty list unlabeled) instead.
 
-A missing local test file skips that split (a warning: no submission file for it); a missing train or
-validation file is an error. Rows dropped by rule (SNLI's "-" labels, blank lines) are counted in the log.
+A missing test split skips that split (a warning: no test predictions, no submission file for it); a
+missing train or dev file is an error. Rows dropped by rule (SNLI's "-" labels, blank lines, empty sentences)
+are counted in the log. ``<out>/provenance.json`` records where the data came from (hub repository and
+resolved commit, or the local files' digest) and which splits were present (:mod:`spanft.data.provenance`).
 """
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Iterable, Iterator, Mapping
@@ -22,7 +25,8 @@ from typing import Iterable, Iterator, Mapping
 import pyarrow.parquet as pq
 
 from spanft.data.columns import SplitColumns, SyntheticSizes
-from spanft.data.readers import iter_hub, iter_local
+from spanft.data.provenance import PROVENANCE_FILE, hub_record, local_record, paths_digest, read_provenance
+from spanft.data.readers import hub_revision, iter_hub, iter_local, local_files
 from spanft.data.registry import TaskSpec, get_task
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_path
@@ -38,20 +42,28 @@ def iter_task(
     source: str = "synthetic",
     data_dir: str | Path | None = None,
     sizes: SyntheticSizes | None = None,
+    revision: str | None = None,
 ) -> Iterator[tuple[str, SplitColumns]]:
-    """``(split, examples)`` of a task from ``source`` (``synthetic``, ``hf`` or ``local``), split by split."""
+    """``(split, examples)`` of a task from ``source`` (``synthetic``, ``hf`` or ``local``), split by split.
+
+    ``revision``: hub only, a branch, tag or commit of the task's dataset repository (None: the registry's).
+    """
     task = get_task(task) if isinstance(task, str) else task
     if source == "local":
-        if data_dir is None:
-            raise SpanftError("source local needs --data-dir (params data.dir): the directory of the official files")
-        return iter_local(task, data_dir)
+        return iter_local(task, _require_data_dir(data_dir))
     if source == "hf":
-        return iter_hub(task)
+        return iter_hub(task, revision)
     if source == "synthetic":
         from spanft.data.synthetic_tasks import iter_synthetic
 
         return iter_synthetic(task, sizes or SyntheticSizes())
     raise SpanftError(f"unknown source {source!r}; valid sources: {', '.join(SOURCES)}")
+
+
+def _require_data_dir(data_dir: str | Path | None) -> Path:
+    if data_dir is None or not str(data_dir):
+        raise SpanftError("source local needs --data-dir (params data.dir): the directory of the official files")
+    return Path(data_dir)
 
 
 def load_task(
@@ -64,20 +76,72 @@ def load_task(
     return dict(iter_task(task, source, data_dir, sizes))
 
 
-def write_prepared(splits: Mapping[str, SplitColumns] | Iterable[tuple[str, SplitColumns]], out_dir: str | Path, *,
-                   inputs: Iterable[str | Path | None] = ()) -> None:
+def write_prepared(
+    splits: Mapping[str, SplitColumns] | Iterable[tuple[str, SplitColumns]],
+    out_dir: str | Path,
+    provenance: dict | None = None,
+    task: TaskSpec | None = None,
+    *,
+    inputs: Iterable[str | Path | None] = (),
+) -> None:
     """Write ``<out_dir>/<split>.parquet`` for every split; the directory appears whole or not at all.
 
     ``inputs`` (the local data directory) may not hold, be or lie inside the output.
 
-    Given an iterator (:func:`iter_task`), only one split is held in memory at a time.
+    Given an iterator (:func:`iter_task`), only one split is held in memory at a time. ``provenance`` (a
+    record of :mod:`spanft.data.provenance`) is written to ``provenance.json`` with the splits present and,
+    given ``task``, those absent; a record without revision or digest gets the digest of the parquet files.
     """
     items = splits.items() if isinstance(splits, Mapping) else splits
     with atomic_path(out_dir, inputs=inputs, made_by="prepare-task") as tmp:
         tmp.mkdir(parents=True)
+        written = []
         for name, columns in items:
             pq.write_table(columns.to_table(), tmp / f"{name}.parquet")
+            written.append(name)
             log.info("%s: %d examples", Path(out_dir) / f"{name}.parquet", len(columns))
+        if provenance is not None:
+            record = dict(provenance, splits=written)
+            if task is not None:
+                record["absent_splits"] = [name for name in task.all_splits if name not in written]
+            if "revision" not in record and "digest" not in record:
+                record["digest"] = paths_digest(tmp / f"{name}.parquet" for name in written)
+            with open(tmp / PROVENANCE_FILE, "w", encoding="utf-8") as handle:
+                json.dump(record, handle, indent=2, sort_keys=True)
+                handle.write("\n")
+
+
+def prepare_task(
+    task: TaskSpec | str,
+    out_dir: str | Path,
+    source: str = "synthetic",
+    data_dir: str | Path | None = None,
+    sizes: SyntheticSizes | None = None,
+    revision: str | None = None,
+) -> dict:
+    """The prepare stage: every split of ``task`` to ``<out_dir>/<split>.parquet`` plus ``provenance.json``.
+
+    Returns the provenance record (its ``splits`` list what was written).
+    """
+    task = get_task(task) if isinstance(task, str) else task
+    if source == "local":
+        given = _require_data_dir(data_dir)  # named as the user wrote it in messages
+        data_dir = given.resolve()
+        paths = local_files(task, data_dir)
+        record = local_record("local", data_dir, paths_digest(paths.values(), data_dir),
+                              files={name: str(path.relative_to(data_dir)) for name, path in paths.items()})
+        write_prepared(iter_local(task, data_dir, paths), out_dir, record, task, inputs=[given])
+    elif source == "hf":
+        writes = list(iter_hub(task, revision))  # read first: the hub cache then knows the commit even offline
+        config = task.hub_config
+        record = hub_record(task.hub_id, hub_revision(task, revision), "dataset", config=config)
+        write_prepared(writes, out_dir, record, task)
+    else:
+        sizes = sizes or SyntheticSizes()
+        record = {"source": source, "id_or_path": f"synthetic {task.name} (language seed {sizes.language_seed}, "
+                                                  f"sample seed {sizes.seed})"}
+        write_prepared(iter_task(task, source, data_dir, sizes), out_dir, record, task)
+    return read_provenance(out_dir) or {}
 
 
 def read_prepared(path: str | Path):
@@ -101,10 +165,3 @@ def synthetic_sizes(train_size: int, eval_size: int, test_size: int, seed: int =
         if value <= 0:
             raise SpanftError(f"{name} must be positive, got {value}")
     return SyntheticSizes(train_size, eval_size, test_size, seed, language_seed)
-
-
-def prepare_task(task: str, out_dir: str | Path, source: str = "synthetic", data_dir: str | Path | None = None,
-                 sizes: SyntheticSizes | None = None) -> None:
-    """The prepare-task stage: a task from ``source`` normalised to ``<out_dir>/<split>.parquet``."""
-    spec = get_task(task)
-    write_prepared(iter_task(spec, source, data_dir, sizes), out_dir, inputs=[data_dir] if data_dir else [])

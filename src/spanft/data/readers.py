@@ -1,10 +1,14 @@
 """Task data from official local files (GLUE TSV, SNLI JSONL, CoNLL-2003 columns) and from the hub.
 
-A missing local test file skips that split (a warning: no submission file for it); a missing train or
-validation file is an error. Rows dropped by rule (SNLI's "-" labels, blank lines) are counted in the log.
+A missing test split (local file or hub split) is skipped with a warning: no test predictions, no submission
+file for it; a missing train or dev split is an error naming the file. Rows dropped by rule (SNLI's "-"
+labels, blank lines, empty sentences) are counted in the log.
 Files are checked to be what they claim before their rows are read: a GLUE file's header names the columns
 read from it (a header-less file or another task's file stops at line 1), every row has the header's number
 of fields, SNLI records carry non-null strings, and no split is empty.
+
+CoNLL-2003 also carries a Penn Treebank POS tag per token (the second column of the files, ``pos_tags`` on the
+hub): :func:`conll_pos_sentences` reads them for the chunker's tagger.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from spanft.data.columns import (
 from spanft.data.registry import SplitSpec, TaskSpec
 from spanft.errors import SpanftError, where
 from spanft.fileio import read_text_lines
+from spanft.text.chunker import penn_tag
 from spanft.text.words import WordTokenizer
 
 log = logging.getLogger("spanft")
@@ -100,6 +105,7 @@ def _read_glue_tsv(task: TaskSpec, split: SplitSpec, path: Path, out: SplitColum
     expected = cols.fields
     row = 0
     blank = 0
+    empty = _EmptyCount(split, str(path))
     for number, line in read_text_lines(path, what=f"{task.name} {split.name} file"):
         if number == 1 and cols.header:
             _check_glue_header(task, split, line.split("\t"), where(path, number))
@@ -114,10 +120,36 @@ def _read_glue_tsv(task: TaskSpec, split: SplitSpec, path: Path, out: SplitColum
             raise SpanftError(f"{location}: expected {expected} tab-separated fields, found {len(fields)}")
         idx = _parse_index(fields[cols.idx_col], location) if cols.idx_col is not None else row
         label = parse_raw_label(task, fields[cols.label_col], location) if split.labeled else unlabeled_value(task)
-        out.add(idx, [_WORDS.words(fields[c]) for c in cols.text_cols], label, location)
+        words = [_WORDS.words(fields[c]) for c in cols.text_cols]
+        if empty.keeps(words, location):
+            out.add(idx, words, label, location)
         row += 1
     if blank:
         log.info("%s: skipped %d blank line(s)", path, blank)
+    empty.report()
+
+
+class _EmptyCount:
+    """Examples with an empty sentence (a blank question or hypothesis): dropped and counted, not fatal."""
+
+    def __init__(self, split: SplitSpec, origin: str) -> None:
+        self.split, self.origin = split, origin
+        self.dropped: list[str] = []
+
+    def keeps(self, words: Sequence[Sequence[str]], location: str) -> bool:
+        if all(words):
+            return True
+        self.dropped.append(location)
+        return False
+
+    def report(self) -> None:
+        if not self.dropped:
+            return
+        log.warning("%s: dropped %d example(s) with an empty sentence: %s", self.origin, len(self.dropped),
+                    "; ".join(self.dropped[:5]) + (" ..." if len(self.dropped) > 5 else ""))
+        if not self.split.labeled:
+            log.warning("%s: the %s submission file will lack those rows", self.origin,
+                        self.split.submission_stem or self.split.name)
 
 
 def _parse_index(raw: str, location: str) -> int:
@@ -157,18 +189,21 @@ def _read_snli_jsonl(task: TaskSpec, split: SplitSpec, path: Path, out: SplitCol
     """SNLI's jsonl: sentence1, sentence2, gold_label; rows whose gold_label is "-" are dropped and counted."""
     dropped = 0
     row = 0
+    empty = _EmptyCount(split, str(path))
     for number, line in read_text_lines(path, what=f"{task.name} {split.name} file"):
         if not line.strip():
             continue
         location = where(path, number)
         *texts, raw = _snli_record(line, location)
+        words = [_WORDS.words(t) for t in texts]
         if raw == task.local_dropped_label:
             dropped += 1
-        else:
-            out.add(row, [_WORDS.words(t) for t in texts], parse_raw_label(task, raw, location), location)
+        elif empty.keeps(words, location):
+            out.add(row, words, parse_raw_label(task, raw, location), location)
         row += 1
     if dropped:
         log.info("%s: dropped %d example(s) without a gold label (%r)", path, dropped, task.local_dropped_label)
+    empty.report()
 
 
 _TAG = re.compile(r"^(O|[BI]-(PER|LOC|ORG|MISC))$")
@@ -178,7 +213,7 @@ def _read_conll(task: TaskSpec, split: SplitSpec, path: Path, out: SplitColumns)
     """CoNLL-2003 columns (token first, NER tag last); IOB1 files are detected and rewritten as IOB2."""
     sentences = list(_conll_sentences(path))
     converted = 0
-    for number, (line, tokens, tags) in enumerate(sentences):
+    for number, (line, tokens, tags, _) in enumerate(sentences):
         iob2 = to_iob2(tags)
         converted += iob2 != tags
         out.add(number, [tokens], [task.label_names.index(t) for t in iob2], where(path, line))
@@ -186,16 +221,19 @@ def _read_conll(task: TaskSpec, split: SplitSpec, path: Path, out: SplitColumns)
         log.info("%s: IOB1 tags detected; %d of %d sentences rewritten as IOB2", path, converted, len(sentences))
 
 
-def _conll_sentences(path: Path) -> Iterator[tuple[int, list[str], list[str]]]:
-    """Yield (first line number, tokens, tags) per sentence, skipping -DOCSTART- lines."""
+def _conll_sentences(path: Path) -> Iterator[tuple[int, list[str], list[str], list[str] | None]]:
+    """Yield (first line number, tokens, NER tags, POS tags) per sentence, skipping -DOCSTART- lines.
+
+    POS tags are the second column when the file has three or more (token, POS, [chunk,] NER), else None.
+    """
     expected = None
-    tokens, tags, start = [], [], 0
+    tokens, tags, pos, start = [], [], [], 0
     for number, line in read_text_lines(path, what="CoNLL-2003 file"):
         fields = line.split()
         if not fields or fields[0] == "-DOCSTART-":
             if tokens:
-                yield start, tokens, tags
-            tokens, tags = [], []
+                yield start, tokens, tags, (pos if expected >= 3 else None)
+            tokens, tags, pos = [], [], []
             continue
         expected = expected or len(fields)
         if len(fields) != expected or expected < 2:
@@ -206,8 +244,9 @@ def _conll_sentences(path: Path) -> Iterator[tuple[int, list[str], list[str]]]:
             start = number
         tokens.append(fields[0])
         tags.append(fields[-1])
+        pos.append(fields[1])
     if tokens:
-        yield start, tokens, tags
+        yield start, tokens, tags, (pos if expected >= 3 else None)
 
 
 def to_iob2(tags: Sequence[str]) -> list[str]:
@@ -225,11 +264,10 @@ def to_iob2(tags: Sequence[str]) -> list[str]:
 _LOCAL_READERS = {"glue_tsv": _read_glue_tsv, "snli_jsonl": _read_snli_jsonl, "conll": _read_conll}
 
 
-def iter_local(task: TaskSpec, data_dir: str | Path) -> Iterator[tuple[str, SplitColumns]]:
-    """``(split, examples)`` from the official files under ``data_dir``, one split at a time.
+def local_files(task: TaskSpec, data_dir: str | Path) -> dict[str, Path]:
+    """The official file of every split found under ``data_dir``; a missing train/dev file is an error.
 
-    Every file is located before any is read, so a missing train/validation file fails at once;
-    a missing test file skips that split with a warning.
+    A missing test file skips that split with a warning (no test predictions, no submission file for it).
     """
     data_dir = Path(data_dir)
     if data_dir.exists() and not data_dir.is_dir():
@@ -242,11 +280,24 @@ def iter_local(task: TaskSpec, data_dir: str | Path) -> Iterator[tuple[str, Spli
         path = _find_local(task, split, data_dir)
         if path is None:
             looked = ", ".join(str(data_dir / p) for p in split.local_paths)
-            if name in task.test_splits:
-                log.warning("%s %s: no file (looked for %s); its submission file is skipped", task.name, name, looked)
+            if split.optional:
+                log.warning("%s %s: no file (looked for %s); the split is skipped: no test predictions%s", task.name,
+                            name, looked, f", no {split.submission_stem}.tsv submission file" if split.submission_stem else "")
                 continue
             raise SpanftError(f"{data_dir / split.local_paths[0]}: {task.name} {name} file not found (looked for {looked})")
         paths[name] = path
+    return paths
+
+
+def iter_local(
+    task: TaskSpec, data_dir: str | Path, paths: dict[str, Path] | None = None
+) -> Iterator[tuple[str, SplitColumns]]:
+    """``(split, examples)`` from the official files under ``data_dir``, one split at a time.
+
+    Every file is located before any is read (:func:`local_files`, unless ``paths`` gives them), so a missing
+    train/dev file fails at once.
+    """
+    paths = local_files(task, data_dir) if paths is None else paths
     for name, path in paths.items():
         columns = SplitColumns(task, name)
         _LOCAL_READERS[task.local_format](task, task.splits[name], path, columns)
@@ -265,25 +316,55 @@ def read_local(task: TaskSpec, data_dir: str | Path) -> dict[str, SplitColumns]:
     return dict(iter_local(task, data_dir))
 
 
-def iter_hub(task: TaskSpec) -> Iterator[tuple[str, SplitColumns]]:
-    """``(split, examples)`` from the Hub (needs network; the error says how to use local files instead)."""
+def iter_hub(task: TaskSpec, revision: str | None = None) -> Iterator[tuple[str, SplitColumns]]:
+    """``(split, examples)`` from the Hub (needs network; the error says how to use local files instead).
+
+    ``revision`` (a branch, tag or commit) overrides the registry's; a test split the hub lacks is skipped.
+    """
     for name in task.all_splits:
-        yield name, _read_hub_split(task, task.splits[name])
+        ds = _load_hub_split(task, task.splits[name], revision)
+        if ds is not None:
+            yield name, _read_hub_split(task, task.splits[name], ds)
 
 
-def _load_hub_split(task: TaskSpec, split: SplitSpec):
+def hub_revision(task: TaskSpec, revision: str | None = None) -> str | None:
+    """The revision a hub read of ``task`` asks for: the given one, else the registry's (None: main)."""
+    return revision or task.hub_revision
+
+
+def _load_hub_split(task: TaskSpec, split: SplitSpec, revision: str | None = None):
+    """The hub split as a ``datasets.Dataset``; None for an optional split the repository does not have."""
     import datasets
 
     config = split.hub_config or task.hub_config
+    revision = hub_revision(task, revision)
+    at = f" at revision {revision}" if revision else ""
     try:
-        return datasets.load_dataset(task.hub_id, config, split=split.hub_split, revision=task.hub_revision)
-    except Exception as exc:  # network, missing repo, auth: all end the same way for the user
+        return datasets.load_dataset(task.hub_id, config, split=split.hub_split, revision=revision)
+    except Exception as exc:  # network, missing repo, auth, schema: sorted below
         reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        if _is_schema_error(exc):
+            if split.optional and "Unknown split" in str(exc):
+                log.warning("%s: the hub has no %s split (%s); it is skipped: no test predictions",
+                            task.hub_id, split.hub_split, reason)
+                return None
+            raise SpanftError(
+                f"source hf: {task.hub_id}{at} has no config {config!r} / split {split.hub_split!r} "
+                f"({type(exc).__name__}: {reason}); the hub repository's layout differs from the task registry's"
+            ) from None
         raise SpanftError(
-            f"source hf: cannot load {task.hub_id} (config {config}, split {split.hub_split}) from the Hugging Face "
-            f"Hub ({type(exc).__name__}: {reason}); without network use the official files: --source local "
+            f"source hf: cannot load {task.hub_id} (config {config}, split {split.hub_split}){at} from the Hugging "
+            f"Face Hub ({type(exc).__name__}: {reason}); without network use the official files: --source local "
             f"--data-dir DIR (params data.source: local, data.dir), layouts in the README"
         ) from None
+
+
+def _is_schema_error(exc: Exception) -> bool:
+    """The repository answered but has no such config or split (``datasets`` raises ValueError for both)."""
+    text = str(exc)
+    return isinstance(exc, ValueError) and any(
+        marker in text for marker in ("BuilderConfig", "Unknown split", "Bad split", "config name is missing")
+    )
 
 
 def _hub_label_names(ds, column: str) -> list[str] | None:
@@ -292,8 +373,7 @@ def _hub_label_names(ds, column: str) -> list[str] | None:
     return list(getattr(feature, "names", None) or []) or None
 
 
-def _read_hub_split(task: TaskSpec, split: SplitSpec) -> SplitColumns:
-    ds = _load_hub_split(task, split)
+def _read_hub_split(task: TaskSpec, split: SplitSpec, ds) -> SplitColumns:
     origin = f"{task.hub_id}/{split.hub_config or task.hub_config or ''} {split.hub_split}"
     missing = [c for c in (*task.hub_text_columns, task.hub_label_column) if c not in ds.column_names]
     if missing:
@@ -304,6 +384,7 @@ def _read_hub_split(task: TaskSpec, split: SplitSpec) -> SplitColumns:
     ids = list(ds["idx"]) if "idx" in ds.column_names else range(len(ds))
     out = SplitColumns(task, split.name)
     dropped = 0
+    empty = _EmptyCount(split, origin)
     for row, idx in enumerate(ids):
         location = f"{origin} row {row}"
         label = labels[row]
@@ -314,9 +395,11 @@ def _read_hub_split(task: TaskSpec, split: SplitSpec) -> SplitColumns:
             out.add(idx, [list(texts[0][row])], _hub_tags(task, label, id_map, location, split.labeled), location)
         else:
             words = [_WORDS.words(column[row] or "") for column in texts]
-            out.add(idx, words, _hub_label(task, label, id_map, location, split.labeled), location)
+            if empty.keeps(words, f"{location} (idx {idx})"):
+                out.add(idx, words, _hub_label(task, label, id_map, location, split.labeled), location)
     if dropped:
         log.info("%s: dropped %d example(s) with label %d (no gold label)", origin, dropped, task.hub_dropped_label)
+    empty.report()
     return out
 
 
@@ -351,3 +434,58 @@ def _map_id(task: TaskSpec, label: int, id_map, location: str) -> int:
     if not 0 <= label < size:
         raise SpanftError(f"{location}: label {label} is outside 0..{size - 1}")
     return id_map[label] if id_map is not None else label
+
+
+# --------------------------------------------------------------------------------------------------
+# CoNLL-2003 part-of-speech tags (the chunker's tagger trains on them)
+
+POS_COLUMN = "pos_tags"
+
+
+def conll_pos_sentences(
+    task: TaskSpec, split: str, source: str, data_dir: str | Path | None = None, revision: str | None = None
+) -> list[list[tuple[str, str]]] | None:
+    """``[(word, Penn tag), ...]`` per sentence of a CoNLL-2003 split; None when the split is absent.
+
+    ``source`` is ``local`` (the second column of the files under ``data_dir``) or ``hf`` (``pos_tags`` ids
+    mapped through the feature's own names). Tags come out in Penn's spelling (brackets ``-LRB-``/``-RRB-``).
+    """
+    if source == "local":
+        return _local_pos(task, split, Path(data_dir) if data_dir is not None else None)
+    if source == "hf":
+        return _hub_pos(task, split, revision)
+    raise SpanftError(f"CoNLL-2003 POS tags come from source local or hf, not {source!r} (synthetic data has none)")
+
+
+def _local_pos(task: TaskSpec, split: str, data_dir: Path | None) -> list[list[tuple[str, str]]] | None:
+    if data_dir is None:
+        raise SpanftError("source local needs --data-dir (params data.dir): the directory of the official files")
+    path = local_files(task, data_dir).get(split)
+    if path is None:
+        return None
+    sentences = []
+    for line, tokens, _, pos in _conll_sentences(path):
+        if pos is None:
+            raise SpanftError(f"{where(path, line)}: no POS column (expected token, POS, chunk, NER columns)")
+        sentences.append([(word, penn_tag(tag)) for word, tag in zip(tokens, pos)])
+    return sentences
+
+
+def _hub_pos(task: TaskSpec, split: str, revision: str | None) -> list[list[tuple[str, str]]] | None:
+    ds = _load_hub_split(task, task.splits[split], revision)
+    if ds is None:
+        return None
+    origin = f"{task.hub_id} {task.splits[split].hub_split}"
+    if POS_COLUMN not in ds.column_names or "tokens" not in ds.column_names:
+        raise SpanftError(f"{origin}: columns tokens and {POS_COLUMN} not found (has {ds.column_names})")
+    names = _hub_label_names(ds, POS_COLUMN)
+    if names is None:
+        raise SpanftError(f"{origin}: {POS_COLUMN} has no tag names (expected a sequence of ClassLabel)")
+    tags = [penn_tag(name) for name in names]
+    sentences = []
+    for row, (tokens, ids) in enumerate(zip(ds["tokens"], ds[POS_COLUMN])):
+        if len(tokens) != len(ids) or any(not 0 <= i < len(tags) for i in ids):
+            raise SpanftError(f"{origin} row {row}: {len(tokens)} tokens, POS ids {list(ids)} (0..{len(tags) - 1})")
+        if tokens:
+            sentences.append([(word, tags[i]) for word, i in zip(tokens, ids)])
+    return sentences

@@ -7,10 +7,10 @@ Hub sources (``source: hf``):
 
 - GLUE: ``nyu-mll/glue`` with the task's config; MNLI's model also predicts the diagnostic set (config ``ax``).
 - SNLI: ``stanfordnlp/snli``; examples with label -1 (no gold label) are dropped and counted.
-- CoNLL-2003: ``eriktks/conll2003`` at revision ``refs/convert/parquet`` (config ``conll2003``). The original
-  ``conll2003`` repository is a loading script, which ``datasets`` >= 4 no longer runs; the Hub's parquet
-  conversion of that same repository keeps its schema (``tokens``, ``ner_tags`` with the ClassLabel order
-  O, B-PER, I-PER, B-ORG, I-ORG, B-LOC, I-LOC, B-MISC, I-MISC) and loads without a script.
+- CoNLL-2003: ``eriktks/conll2003`` at revision ``refs/convert/parquet``, whose one config is ``default``. The
+  original ``conll2003`` repository is a loading script, which ``datasets`` >= 4 no longer runs; the Hub's
+  parquet conversion of that same repository keeps its schema (``tokens``, ``pos_tags``, ``ner_tags`` with
+  the ClassLabel order O, B-PER, I-PER, B-ORG, I-ORG, B-LOC, I-LOC, B-MISC, I-MISC) and loads without a script.
 
 Local sources (``source: local``, paths relative to ``--data-dir``; the first candidate that exists is read):
 
@@ -22,7 +22,9 @@ Local sources (``source: local``, paths relative to ``--data-dir``; the first ca
 
 Splits: ``eval_splits`` are labeled and scored; the best epoch is chosen on ``eval_splits[0]``
 (:attr:`TaskSpec.selection_split`). ``test_splits`` are unlabeled: only predicted (GLUE submission files).
-SNLI and CoNLL-2003 have labeled test sets, so their ``test`` split is an eval split.
+SNLI and CoNLL-2003 have labeled test sets, so their ``test`` split is an eval split. Every test split,
+labeled or not, is ``optional``: many users hold train and dev only, and a run without it simply has no
+test predictions; train and the dev splits (:attr:`TaskSpec.required_splits`) must be there.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class SplitSpec:
     hub_config: str | None = None  # overrides the task's config (MNLI's "ax" split)
     local_columns: LocalColumns | None = None  # GLUE TSV files only
     submission_stem: str | None = None  # GLUE leaderboard file stem for unlabeled test splits
+    optional: bool = False  # a test split: absent files mean no test predictions, not an error
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,11 @@ class TaskSpec:
     def all_splits(self) -> list[str]:
         return [self.train_split, *self.eval_splits, *self.test_splits]
 
+    @property
+    def required_splits(self) -> list[str]:
+        """Train and the dev splits: no run without them (test splits may be absent)."""
+        return [name for name in self.all_splits if not self.splits[name].optional]
+
     def label_id(self, name: str) -> int:
         """Class id of a label name; SpanftError when the name is not in the label set."""
         if self.label_names is None or name not in self.label_names:
@@ -142,7 +150,8 @@ def _glue_splits(
         "train": SplitSpec("train", "train", _glue_paths(folder, "train.tsv"), local_columns=labeled),
         "validation": SplitSpec("validation", "validation", _glue_paths(folder, "dev.tsv"), local_columns=labeled),
         "test": SplitSpec(
-            "test", "test", _glue_paths(folder, "test.tsv"), labeled=False, local_columns=test, submission_stem=stem
+            "test", "test", _glue_paths(folder, "test.tsv"), labeled=False, local_columns=test, submission_stem=stem,
+            optional=True,
         ),
     }
 
@@ -209,6 +218,7 @@ def _mnli() -> TaskSpec:
             labeled=False,
             local_columns=test,
             submission_stem="MNLI-m",
+            optional=True,
         ),
         "test_mismatched": SplitSpec(
             "test_mismatched",
@@ -217,6 +227,7 @@ def _mnli() -> TaskSpec:
             labeled=False,
             local_columns=test,
             submission_stem="MNLI-mm",
+            optional=True,
         ),
         # The diagnostic set: index, sentence1, sentence2 (no label), predicted by the MNLI model.
         "ax": SplitSpec(
@@ -227,6 +238,7 @@ def _mnli() -> TaskSpec:
             hub_config="ax",
             local_columns=_PAIR_TEST,
             submission_stem="AX",
+            optional=True,
         ),
     }
     return TaskSpec(
@@ -251,7 +263,7 @@ def _mnli() -> TaskSpec:
 def _snli() -> TaskSpec:
     def split(name: str, hub: str, local: str) -> SplitSpec:
         filename = f"snli_1.0_{local}.jsonl"
-        return SplitSpec(name, hub, (filename, f"snli_1.0/{filename}"))
+        return SplitSpec(name, hub, (filename, f"snli_1.0/{filename}"), optional=name == "test")
 
     return TaskSpec(
         name="snli",
@@ -280,7 +292,8 @@ def _snli() -> TaskSpec:
 
 def _conll2003() -> TaskSpec:
     def split(name: str, hub: str, iob1: str, iob2: str) -> SplitSpec:
-        return SplitSpec(name, hub, (iob1, iob2, f"conll2003/{iob1}", f"conll2003/{iob2}"))
+        paths = (iob1, iob2, f"conll2003/{iob1}", f"conll2003/{iob2}")
+        return SplitSpec(name, hub, paths, optional=name == "test")
 
     return TaskSpec(
         name="conll2003",
@@ -292,7 +305,7 @@ def _conll2003() -> TaskSpec:
         main_metric="f1",
         metrics=("f1", "precision", "recall", "accuracy"),
         hub_id="eriktks/conll2003",
-        hub_config="conll2003",
+        hub_config="default",
         hub_revision="refs/convert/parquet",
         hub_text_columns=("tokens",),
         hub_label_column="ner_tags",

@@ -2,7 +2,14 @@
 
 The backbone stage (:func:`write_backbone`; ``spanft backbone``) writes a normal HF model directory (``AutoModel``
 / ``AutoTokenizer.from_pretrained`` load it offline, with a fast tokenizer); ``load_backbone`` is what
-fine-tuning uses to read it back (or a hub id directly).
+fine-tuning uses to read it back (or a hub id directly). Every backbone loads in float32 (a checkpoint stored
+in fp16, like SpanBERT's, included): mixed precision is the trainer's business. The directory also holds
+``provenance.json`` (:mod:`spanft.data.provenance`): the hub id and resolved commit, or the digest of what was
+copied or built.
+
+A hub backbone may take its tokenizer from another repository (``tokenizer_id``) and set its case folding
+(``lowercase``): ``SpanBERT/spanbert-large-cased`` ships only a cased ``vocab.txt``, which ``AutoTokenizer``
+would lower-case; its authors use the ``bert-large-cased`` tokenizer.
 
 ``build`` trains a tokenizer on the corpus with ``tokenizers`` and a small model of the same family:
   - ``wordpiece``: an uncased (``--no-lowercase``: cased) BERT WordPiece vocabulary and a ``BertModel``;
@@ -27,6 +34,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator
 
+from spanft.data.provenance import directory_digest, hub_commit, local_record, write_provenance
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_path, check_output, read_text_lines, require_file
 
@@ -317,21 +325,37 @@ def make_backbone(corpus: str | os.PathLike, out: str | os.PathLike, cfg: Backbo
             assert not unexpected and all(k.startswith("pooler.") for k in missing), (missing, unexpected)
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        write_provenance(tmp, local_record("build", corpus, directory_digest(tmp)))
     summary["parameters"] = sum(p.numel() for p in model.parameters())
     summary["seconds"] = round(time.perf_counter() - start, 1)
     return summary
 
 
-def fetch_hub_backbone(hub_id: str, out: str | os.PathLike, revision: str | None = None, seed: int = 0) -> dict:
-    """Download ``hub_id`` (model + tokenizer) and save it into the directory ``out`` (atomically)."""
+def fetch_hub_backbone(
+    hub_id: str,
+    out: str | os.PathLike,
+    revision: str | None = None,
+    seed: int = 0,
+    tokenizer_id: str | None = None,
+    lowercase: bool | None = None,
+) -> dict:
+    """Download ``hub_id`` (model in float32 + tokenizer) and save it into the directory ``out`` (atomically).
+
+    ``tokenizer_id``: the repository of the tokenizer its authors used (default ``hub_id``, at ``revision``);
+    ``lowercase``: force the tokenizer's case folding (``do_lower_case``), None keeps the repository's.
+    """
+    import torch
     from transformers import AutoModel, AutoTokenizer, set_seed
 
     check_output(out, made_by="backbone")
     start = time.perf_counter()
     set_seed(seed)  # weights the checkpoint lacks (a pooler, say) are initialised the same way every time
+    tokenizer_revision = None if tokenizer_id else revision
+    case = {} if lowercase is None else {"do_lower_case": lowercase}
     try:
-        tokenizer = AutoTokenizer.from_pretrained(hub_id, revision=revision, trust_remote_code=False)
-        model = AutoModel.from_pretrained(hub_id, revision=revision, **SAFE_LOADING)
+        tokenizer = AutoTokenizer.from_pretrained(tokenizer_id or hub_id, revision=tokenizer_revision,
+                                                  trust_remote_code=False, **case)
+        model = AutoModel.from_pretrained(hub_id, revision=revision, dtype=torch.float32, **SAFE_LOADING)
     except (OSError, ValueError) as exc:
         _refuse_unsafe_loading(hub_id, exc)
         at = f" at revision {revision}" if revision else ""
@@ -339,11 +363,24 @@ def fetch_hub_backbone(hub_id: str, out: str | os.PathLike, revision: str | None
             f"backbone {hub_id!r}{at} could not be downloaded (unknown id or revision, or offline? "
             f"without network use --source local --path DIR): {_first_line(exc)}"
         ) from None
-    _require_fast(tokenizer, hub_id)
+    _require_fast(tokenizer, tokenizer_id or hub_id)
+    commit = getattr(model.config, "_commit_hash", None)
+    record = {"source": "hub", "id_or_path": hub_id, "revision": commit, "requested_revision": revision,
+              "dtype": "float32"}
+    if tokenizer_id or lowercase is not None:
+        record["tokenizer"] = {"id": tokenizer_id or hub_id, "lowercase": backbone_is_uncased(tokenizer),
+                               "revision": _tokenizer_commit(tokenizer, tokenizer_id) if tokenizer_id else commit}
     with atomic_path(out, made_by="backbone") as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
-    return _loaded_summary(model, tokenizer, start) | {"commit": getattr(model.config, "_commit_hash", None)}
+        write_provenance(tmp, record)
+    return _loaded_summary(model, tokenizer, start) | {"commit": commit}
+
+
+def _tokenizer_commit(tokenizer, tokenizer_id: str) -> str | None:
+    """The commit the tokenizer was read at: what transformers recorded, else the hub's main branch."""
+    commit = getattr(tokenizer, "_commit_hash", None) or tokenizer.init_kwargs.get("_commit_hash")
+    return commit or hub_commit(tokenizer_id, None, "model")
 
 
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
@@ -366,6 +403,7 @@ def copy_local_backbone(path: str | os.PathLike, out: str | os.PathLike) -> dict
             model, tokenizer = load_backbone(str(tmp))
         except SpanftError as exc:  # name the directory the user gave, not the temporary copy
             raise SpanftError(str(exc).replace(str(tmp), str(source))) from None
+        write_provenance(tmp, local_record("local", source.resolve(), directory_digest(tmp)))
     return _loaded_summary(model, tokenizer, start)
 
 
@@ -407,7 +445,8 @@ def _refuse_unsafe_loading(name: str, exc: BaseException) -> None:
 
 
 def load_backbone(name_or_dir: str):
-    """``(AutoModel, fast tokenizer)`` for a local directory or a hub id, with one-line errors."""
+    """``(AutoModel in float32, fast tokenizer)`` for a local directory or a hub id, with one-line errors."""
+    import torch
     from transformers import AutoModel, AutoTokenizer
 
     path = Path(name_or_dir)
@@ -418,7 +457,7 @@ def load_backbone(name_or_dir: str):
         raise SpanftError(f"backbone directory {name_or_dir} has no config.json (not a saved HF model)")
     try:
         tokenizer = AutoTokenizer.from_pretrained(name_or_dir, trust_remote_code=False)
-        model = AutoModel.from_pretrained(name_or_dir, **SAFE_LOADING)
+        model = AutoModel.from_pretrained(name_or_dir, dtype=torch.float32, **SAFE_LOADING)
     except (OSError, ValueError) as exc:
         _refuse_unsafe_loading(name_or_dir, exc)
         raise SpanftError(
@@ -450,14 +489,17 @@ def write_backbone(name: str, source: str, spec: dict, out: str | os.PathLike, c
     if source == "hub":
         if not spec.get("hub_id"):
             raise SpanftError(f"backbone {name}: source hub needs hub_id")
-        summary = fetch_hub_backbone(spec["hub_id"], out, spec.get("revision"), spec.get("seed", BackboneConfig().seed))
+        summary = fetch_hub_backbone(spec["hub_id"], out, spec.get("revision"), spec.get("seed", BackboneConfig().seed),
+                                     spec.get("tokenizer_id"), spec.get("lowercase"))
         commit = f" (commit {summary['commit']})" if summary.get("commit") else ""
         revision = f"@{spec['revision']}" if spec.get("revision") else ""
         origin = f"from the hub: {spec['hub_id']}{revision}{commit}"
     else:
         if not spec.get("path"):
             raise SpanftError(f"backbone {name}: source local needs path")
-        summary = copy_local_backbone(spec["path"], out)
+        from spanft.params.profiles import resolve_packaged_paths
+
+        summary = copy_local_backbone(resolve_packaged_paths(spec["path"], f"backbone {name}"), out)
         origin = f"copied from {spec['path']}"
     return (f"backbone {name}: {out}: {summary['parameters']:,} parameters, vocabulary {summary['vocab_size']}, "
             f"{summary['layers']} layers x {summary['hidden']}, {origin}, {summary['seconds']} s")

@@ -37,7 +37,7 @@ _HPARAMS = HPARAM_TYPES  # one definition: what `finetune --hparams` accepts
 _BUILD = {"tokenizer": _STR, "lowercase": _BOOL, "vocab_size": _INT, "hidden": _INT, "layers": _INT, "heads": _INT,
           "intermediate": _INT, "max_len": _INT, "mlm_steps": _INT, "mlm_batch_size": _INT, "vocab_lines": _INT,
           "seed": _INT}
-_HUB = {"hub_id": _STR, "revision": _STR, "seed": _INT}
+_HUB = {"hub_id": _STR, "revision": _STR, "seed": _INT, "tokenizer_id": _STR, "lowercase": _BOOL}
 _LOCAL = {"path": _STR}
 
 
@@ -56,15 +56,15 @@ SCHEMA: dict[str, Any] = {
     "profile": _STR,
     "words": {"lowercase": _BOOL},
     "corpus": {"source": _STR, "tokens": _INT, "seed": _INT, "local_path": _STR, "hf_id": _STR,
-               "hf_config": _STR, "hf_split": _STR, "tagged_sentences": _INT},
+               "hf_config": _STR, "hf_split": _STR, "hf_revision": _STR, "tagged_sentences": _INT},
     "ngrams": {"min_n": _INT, "max_n": _INT, "min_count": _INT},
     "dict_sizes": _INTS,
     "dict_size": _INT,
-    "data": {"source": _STR, "dir": _STR,
+    "data": {"source": _STR, "dir": _STR, "revisions": {"*": _STR},
              "synthetic": {"train_size": _INT, "eval_size": _INT, "test_size": _INT, "seed": _INT}},
     "tasks": _STRS,
     "segmentation": {"random_seed": _INT},
-    "chunker": {"tagger": _STR},
+    "chunker": {"tagger": _STR, "source": _STR},
     "backbones": {"build": {"*": _BUILD}, "hub": {"*": _HUB}, "local": {"*": _LOCAL}},
     "hparams": {"*": _HPARAMS},
     "studies": {
@@ -82,9 +82,10 @@ SCHEMA: dict[str, Any] = {
 
 
 _CHOICES = {
-    "profile": ("embedded", "paper"),
+    "profile": ("embedded", "paper", "small"),
     "corpus.source": ("synthetic", "hf", "local"),
     "data.source": ("synthetic", "hf", "local"),
+    "chunker.source": ("synthetic", "conll", "nltk"),
 }
 
 
@@ -93,6 +94,7 @@ def check_params(tree: dict, path: str | Path = "params.yaml") -> None:
     _check_node(tree, SCHEMA, "", path)
     _check_missing(tree, SCHEMA, "", path)
     _check_values(tree, path)
+    _check_real_data(tree, path)
     _check_references(tree, path)
 
 
@@ -252,6 +254,8 @@ def _check_backbone(name: str, source: str, spec: dict, path) -> None:
         _refuse(path, f"{where}.hub_id", spec["hub_id"], ids.hub_id_problem)
         if spec.get("revision"):
             _refuse(path, f"{where}.revision", spec["revision"], ids.revision_problem)
+        if spec.get("tokenizer_id"):
+            _refuse(path, f"{where}.tokenizer_id", spec["tokenizer_id"], ids.hub_id_problem)
     if source == "local":
         _refuse(path, f"{where}.path", spec["path"], ids.path_problem)
     for key in _BUILD_AT_LEAST_ONE:
@@ -260,6 +264,23 @@ def _check_backbone(name: str, source: str, spec: dict, path) -> None:
     for key in ("mlm_steps", "vocab_lines"):  # 0: no MLM pre-training / every corpus line
         if key in spec and spec[key] < 0:
             raise SpanftError(f"{path}: {where}.{key} must be at least 0, found {spec[key]!r}")
+
+
+def _check_real_data(tree: dict, path) -> None:
+    """The tagger must fit the task data; revisions name tasks (tokenizer_id sits under backbones.hub only)."""
+    from spanft.data.registry import TASKS
+    from spanft.data.tagger_sources import check_tagger_source
+
+    try:
+        check_tagger_source(tree["chunker"]["source"], tree["data"]["source"])
+    except SpanftError as exc:
+        raise SpanftError(f"{path}: {exc}") from None
+    if tree["chunker"]["source"] == "synthetic" and tree["corpus"]["source"] != "synthetic":
+        raise SpanftError(f"{path}: chunker.source synthetic needs corpus.source synthetic (the synthetic tags "
+                          f"describe the synthetic language); with a real corpus use conll or nltk")
+    for task in tree["data"]["revisions"]:
+        if task not in TASKS:
+            raise SpanftError(f"{path}: data.revisions: unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
 
 
 def _check_references(tree: dict, path) -> None:
@@ -283,6 +304,8 @@ def _check_references(tree: dict, path) -> None:
                 raise SpanftError(f"{path}: studies.{study}.backbones: {name!r} is not defined under backbones "
                                   f"(defined: {', '.join(backbones)})")
         study_tasks = spec.get("tasks", {"snli": ["snli"], "ner": ["conll2003"]}.get(study, []))
+        if not spec["backbones"]:  # a study left out of a profile: it fine-tunes nothing
+            continue
         for task in study_tasks:
             if task not in tasks:
                 raise SpanftError(f"{path}: studies.{study}.tasks: {task!r} is not in tasks (prepared tasks: "

@@ -205,7 +205,8 @@ def glue_submission(run_dir_of_backbone: str | Path, variant: str, out_zip: str 
 
     Per task, the seed with the best dev main metric (MNLI: matched) provides the test predictions
     (MNLI also provides MNLI-mm and AX). Tasks without runs are skipped with a warning listing the missing
-    leaderboard files. Returns {leaderboard stem: predictions TSV used}.
+    leaderboard files, and so are test splits the runs did not have (``metrics.json`` ``splits.absent``).
+    Returns {leaderboard stem: predictions TSV used}.
     """
     from spanft.data.registry import GLUE_TASKS, get_task
     from spanft.report.runs import best_run, read_run
@@ -215,6 +216,7 @@ def glue_submission(run_dir_of_backbone: str | Path, variant: str, out_zip: str 
     if not root.is_dir():
         raise SpanftError(f"{root}: runs directory not found")
     predictions: dict[str, Path] = {}
+    skipped: dict[str, str] = {}
     absent = []
     for name in GLUE_TASKS:
         seeds = _seeds_found(root / name / variant)
@@ -227,14 +229,18 @@ def glue_submission(run_dir_of_backbone: str | Path, variant: str, out_zip: str 
         log.info("glue-submission: %s: seed %d (dev %s %.4f)", name, best.seed, task.main_metric, best.dev_main())
         for split in task.test_splits:
             path = best.predictions(split)
-            if not path.is_file():
+            stem = task.splits[split].submission_stem
+            if split in (best.get("splits") or {}).get("absent", []):
+                skipped[stem] = f"{task.name} {split} was absent from the task data (no test predictions)"
+            elif not path.is_file():
                 raise SpanftError(f"{path}: test predictions missing from the run")
-            predictions[task.splits[split].submission_stem] = path
-    if not predictions:
+            else:
+                predictions[stem] = path
+    if not predictions and not skipped:
         raise SpanftError(f"{root}: no GLUE runs of variant {variant!r} (expected <task>/{variant}/seed<N>/metrics.json)")
     if absent:
         log.warning("glue-submission: no %s runs under %s for %s", variant, root, ", ".join(absent))
-    write_glue_submission(predictions, out_zip, inputs=[root])
+    write_glue_submission(predictions, out_zip, skipped, inputs=[root])
     return predictions
 
 

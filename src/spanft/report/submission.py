@@ -4,6 +4,8 @@ Each file is ``index<TAB>prediction`` with the leaderboard's label strings (the 
 0/1 for CoLA, SST-2, MRPC, QQP, WNLI; entailment/not_entailment for QNLI, RTE; entailment/neutral/
 contradiction for MNLI-m, MNLI-mm, AX); STS-B scores are clipped to [0, 5] and written with 3 decimals.
 The input TSVs are the trainer's ``predictions/<split>.tsv`` (header ``idx<TAB>gold<TAB>pred``, label names).
+A leaderboard file without predictions (the runs had no test split) is skipped and the log says which and
+why; the zip then holds the others, or none (an empty zip: the stage's output still exists).
 """
 
 from __future__ import annotations
@@ -71,17 +73,20 @@ def leaderboard_label(task: TaskSpec, prediction: str, location: str) -> str:
     return task.raw_labels[task.label_names.index(prediction)]
 
 
-def write_glue_submission(predictions: Mapping[str, Path], out_zip: str | Path, *,
+def write_glue_submission(predictions: Mapping[str, Path], out_zip: str | Path,
+                          skipped: Mapping[str, str] | None = None, *,
                           inputs: Iterable[str | Path] = ()) -> list[str]:
     """Zip one leaderboard file per stem in ``predictions``; return the stems written (sorted as the registry).
 
+    ``skipped``: stem -> why it has no predictions (an absent test split); those are logged, not errors.
     The zip may not replace, or lie inside, a predictions file or one of ``inputs`` (the runs directory).
     """
     known = submission_splits()
-    unknown = [stem for stem in predictions if stem not in known]
+    skipped = dict(skipped or {})
+    unknown = [stem for stem in [*predictions, *skipped] if stem not in known]
     if unknown:
         raise SpanftError(f"unknown GLUE submission file(s) {unknown}; valid: {', '.join(known)}")
-    if not predictions:
+    if not predictions and not skipped:
         raise SpanftError("no prediction files given (--pred STEM=TSV)")
     stems = [stem for stem in known if stem in predictions]
     with atomic_path(out_zip, inputs=[*predictions.values(), *inputs]) as tmp:
@@ -92,10 +97,12 @@ def write_glue_submission(predictions: Mapping[str, Path], out_zip: str | Path, 
                 entry = zipfile.ZipInfo(f"{stem}.tsv", date_time=(1980, 1, 1, 0, 0, 0))
                 entry.compress_type = zipfile.ZIP_DEFLATED
                 archive.writestr(entry, _leaderboard_file(predictions[stem], task))
+    for stem, reason in skipped.items():
+        log.warning("submission: %s.tsv skipped: %s", stem, reason)
     missing = [stem for stem in known if stem not in predictions]
     if missing:
         log.warning("submission: %s lacks %s (the leaderboard needs every file)", out_zip, ", ".join(missing))
-    log.info("submission: wrote %s with %s", out_zip, ", ".join(f"{s}.tsv" for s in stems))
+    log.info("submission: wrote %s with %s", out_zip, ", ".join(f"{s}.tsv" for s in stems) or "no files")
     return stems
 
 
@@ -104,9 +111,11 @@ def _leaderboard_file(path: Path, task: TaskSpec) -> str:
     return "index\tprediction\n" + "".join(f"{index}\t{label}\n" for index, label in rows)
 
 
-def parse_pred_arguments(pairs: list[str]) -> dict[str, Path]:
-    """``STEM=TSV`` arguments -> {stem: path}; TSVs that do not exist are skipped with a warning."""
+def parse_pred_arguments(pairs: list[str]) -> tuple[dict[str, Path], dict[str, str]]:
+    """(found, skipped): {stem: path} and {stem: why} for ``STEM=TSV`` arguments (a TSV that does not exist
+    is skipped with a warning)."""
     result: dict[str, Path] = {}
+    skipped: dict[str, str] = {}
     for pair in pairs:
         stem, sep, path = pair.partition("=")
         if not sep or not stem or not path:
@@ -116,7 +125,7 @@ def parse_pred_arguments(pairs: list[str]) -> dict[str, Path]:
         if stem in result:
             raise SpanftError(f"--pred: {stem} given twice")
         if not Path(path).is_file():
-            log.warning("submission: %s: no predictions file; %s.tsv skipped", path, stem)
+            skipped[stem] = f"no predictions file {path}"
             continue
         result[stem] = Path(path)
-    return result
+    return result, skipped

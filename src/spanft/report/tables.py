@@ -57,6 +57,7 @@ INTEGER_COLUMNS = {"n_seeds", "best_seed", "baseline_seed", "sf_seed", "n", "bot
 PROFILE_LINES = {
     "embedded": "Profile: embedded — synthetic data, tiny local backbones, CPU — not paper numbers.",
     "paper": "Profile: paper — the paper's tasks and backbones.",
+    "small": "Profile: small — real task data, a small local encoder, a laptop's budget — not the paper's backbones.",
 }
 AVERAGE_RULE = ("Avg (ours): mean over the study's tasks of each task's first column (MNLI: matched), per seed. "
                 "Avg (paper rule): the paper's average, the mean of nine columns — CoLA, SST-2, MNLI-m, MNLI-mm, "
@@ -285,7 +286,18 @@ class TableBuilder:
                  SIGNIFICANCE_NOTE]
         if include_best:
             notes.append("Best run: the seed with the highest dev main metric (MNLI: matched); its scores.")
+        notes += self.training_caps(tasks)
         return Table(number, title, pd.DataFrame(rows), pd.DataFrame(data), notes, verdicts)
+
+    def training_caps(self, tasks: list[str]) -> list[str]:
+        """A note per task and cut split set (params ``hparams.<task>.max_train_examples`` / ``max_eval_examples``)."""
+        notes = []
+        for task in tasks:
+            for key, what in (("max_train_examples", "training set"), ("max_eval_examples", "dev and test sets")):
+                cap = self.params.optional(f"hparams.{task}.{key}")
+                if cap:
+                    notes.append(f"{task}: {what} capped at the first {int(cap):,} examples (hparams.{task}.{key}).")
+        return notes
 
     def _glue_method_rows(self, label: dict, method: Method, columns: list[Column], runs: dict[str, list[Run]],
                           seeds: list[int], include_best: bool, data: list[dict], backbone: str,
@@ -436,14 +448,16 @@ class TableBuilder:
         return table
 
     def chunker_note(self) -> str:
-        """Which tagger produced the chunker row: params ``chunker.tagger`` ('' = NLTK's pretrained tagger),
-        and what the segmented data recorded."""
-        tagger_file = self.params.get("chunker.tagger")
-        if tagger_file:
-            tagger = "an NLTK PerceptronTagger trained here on the synthetic corpus's part-of-speech tags"
-            tagger += f" ({tagger_file})" if tagger_file else ""
-        else:
-            tagger = "NLTK's pretrained averaged-perceptron tagger"
+        """Which tagger produced the chunker row: params ``chunker.source`` (else ``chunker.tagger``: '' = NLTK's
+        pretrained tagger), and what the segmented data recorded (the tagger's training data and POS accuracy)."""
+        tagger_file = self.params.optional("chunker.tagger")
+        source = self.params.optional("chunker.source") or ("synthetic" if tagger_file else "nltk")
+        tagger = {
+            "synthetic": "an NLTK PerceptronTagger trained here on the synthetic corpus's part-of-speech tags",
+            "conll": "an NLTK PerceptronTagger trained here on CoNLL-2003 train's Penn Treebank POS tags",
+            "nltk": "NLTK's pretrained averaged-perceptron tagger",
+        }.get(source, f"tagger source {source}")
+        tagger += f" ({tagger_file})" if tagger_file else ""
         recorded = sorted({info.get("segmenter", {}).get("tagger", "") for info in self._chunker_infos()} - {""})
         suffix = f"; recorded in the segmented data: {', '.join(recorded)}" if recorded else ""
         return f"Chunker segmentation: NLTK RegexpParser NP/VP chunks over tags from {tagger}{suffix}."

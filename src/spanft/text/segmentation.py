@@ -435,6 +435,8 @@ def segment_task_dir(in_dir: str | Path, out_dir: str | Path, segmenter: Segment
     Each output file keeps every input column and adds the span columns; the segmenter's description
     is stored in each file's schema metadata and, with per-split statistics, in ``segmentation.json``.
     """
+    import shutil
+
     import pyarrow.parquet as pq
 
     from spanft.fileio import atomic_path
@@ -467,6 +469,9 @@ def segment_task_dir(in_dir: str | Path, out_dir: str | Path, segmenter: Segment
             log.info("segment-task: %s: %d rows, %s", path.stem, table.num_rows,
                      ", ".join(f"{k} {v:.2f}" for k, v in stats.items() if k.startswith("mean_spans")))
         (tmp / SIDECAR_NAME).write_text(json.dumps(info, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        for record in in_dir.glob("*.json"):  # the prepared data's provenance travels with it
+            if record.name != SIDECAR_NAME:
+                shutil.copyfile(record, tmp / record.name)
     return info
 
 

@@ -4,8 +4,11 @@ Variants: ``baseline`` (plain fine-tuning, [CLS] head), ``sf`` (span fine-tuning
 ``cnn-noseg`` (the same CNNs over all tokens, no segmentation: the paper's "+CNN"), ``random-seg`` and
 ``chunker-seg`` (sf on random / chunker spans; the data directory decides which spans those are).
 
-Outputs: ``<out>/predictions/<split>.tsv`` for every eval and test split and ``<out>/metrics.json``,
-written last. The run directory is built beside ``<out>`` and renamed into place at the end, so an interrupted
+Outputs: ``<out>/predictions/<split>.tsv`` for every eval and test split present and
+``<out>/metrics.json``, written last. Train and the dev splits must be in the data directory; a test split that
+is absent (many users hold GLUE train/dev only) means no test predictions: ``metrics.json`` lists the splits
+the run had and those it lacked (``splits``), and the inputs it read (``inputs``: the backbone's and the task
+data's provenance, :mod:`spanft.data.provenance`). The run directory is built beside ``<out>`` and renamed into place at the end, so an interrupted
 or failed run never leaves a ``metrics.json`` that looks complete. Checkpoints (one per epoch) go to
 ``--checkpoint-dir``; a rerun with the same settings resumes from the last complete one, and they are removed
 after success.
@@ -57,6 +60,9 @@ def load_splits(options: FinetuneOptions, task: TaskSpec) -> dict[str, Any]:
         raise SpanftError(f"--data {data}: task data directory not found")
     frames = {}
     for split in task.all_splits:
+        if task.splits[split].optional and not (data / f"{split}.parquet").is_file():
+            log.info("%s: no %s split (absent from the task data): no %s predictions", task.name, split, split)
+            continue
         frame = read_prepared(data / f"{split}.parquet")
         limit = options.max_train_examples if split == task.train_split else options.max_eval_examples
         if limit is not None and len(frame) > limit:
@@ -173,7 +179,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     results: dict[str, dict] = {}
     losses: dict[str, float | None] = {}  # of the loaded best model: equals its epoch's eval_loss in history
     written: dict[str, tuple[list[str], list[str]]] = {}
-    for split in [*task.eval_splits, *task.test_splits]:  # every process takes part in predict()
+    for split in [s for s in (*task.eval_splits, *task.test_splits) if s in frames]:  # every process predicts
         output = trainer.predict(_model_columns(datasets[split]), metric_key_prefix=split)
         _check_prediction_count(split, output.predictions, frames[split])
         token_labels = output.label_ids if task.is_tagging else None
@@ -184,6 +190,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
             losses[split] = output.metrics.get(f"{split}_loss")
     summary = _summary(options, task, model, results, losses, best_epoch, history, train_seconds, truncation,
                        frames, resume, processes)
+    summary["inputs"] = run_provenance(options.backbone, options.data, backbone)
     if main:
         write_run_directory(out, frames, written, summary)
         clear_checkpoints(options.checkpoint_path())
@@ -300,10 +307,29 @@ def _summary(options, task, model, results, losses, best_epoch, history, train_s
         "extra_parameters": extra_params,
         "extra_parameters_percent": round(100.0 * extra_params / backbone_params, 4),
         "examples": {split: len(frame) for split, frame in frames.items()},
+        "splits": {"present": list(frames), "absent": [split for split in task.all_splits if split not in frames]},
         "truncation": truncation,
         "resumed_from": Path(resume).name if resume else None,
         "settings": {k: v for k, v in options.fingerprint().items() if k not in ("task", "variant", "backbone", "seed")},
     }
+
+
+def run_provenance(backbone: str, data: str | Path, model=None) -> dict:
+    """What the run read: the provenance records of its backbone and its task data.
+
+    Directories written by the pipeline carry ``provenance.json``; anything else is identified here: a hub id
+    by the commit transformers loaded, a directory by the digest of its content.
+    """
+    from spanft.data.provenance import directory_digest, local_record, read_provenance
+
+    path = Path(backbone)
+    if path.is_dir():
+        backbone_record = read_provenance(path) or local_record("local", path.resolve(), directory_digest(path))
+    else:
+        commit = getattr(getattr(model, "config", None), "_commit_hash", None)
+        backbone_record = {"source": "hub", "id_or_path": backbone, "revision": commit}
+    data_record = read_provenance(data) or local_record("unrecorded", Path(data).resolve(), directory_digest(data))
+    return {"backbone": backbone_record, "data": data_record}
 
 
 def summary_line(summary: dict) -> str:

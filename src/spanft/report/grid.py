@@ -1,0 +1,187 @@
+"""The paper's hyper-parameter search through DVC experiments, and the best grid point per task by dev score.
+
+The paper tunes lr in {1e-5, 2e-5, 3e-5}, batch size in {16, 32, 48}, epochs in {2, 3, 4, 5} and the maximum
+length in {128, 256} (warm-up 0.1 and weight decay 0.01 fixed). One command queues a task's whole grid as DVC
+experiments, one experiment per point (``dvc exp run --queue`` with one ``-S`` per key makes the product)::
+
+    dvc exp run --queue -S 'hparams.cola.lr=1e-05,2e-05,3e-05' -S 'hparams.cola.batch_size=16,32,48' \
+        -S 'hparams.cola.epochs=2,3,4,5' -S 'hparams.cola.max_seq_len=128,256'
+    dvc queue start -j 1          # then wait: `dvc queue status`
+    dvc exp show --json > grid.json
+    spanft grid-report grid.json --out reports/grid.md
+
+(:func:`grid_command` writes the first line for any task and grid.) Each experiment changes one task's block,
+so only that task's runs re-run; ``reports/metrics.json`` (the DVC metrics) holds every run's mean dev main
+metric per study, backbone, task and variant, which is what the best point is chosen by. Dev, never test: the
+test sets stay out of model selection.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator, Sequence
+
+from spanft.errors import SpanftError
+from spanft.fileio import atomic_open, read_text
+
+log = logging.getLogger("spanft")
+
+PAPER_GRID: dict[str, list] = {
+    "lr": [1e-5, 2e-5, 3e-5],
+    "batch_size": [16, 32, 48],
+    "epochs": [2, 3, 4, 5],
+    "max_seq_len": [128, 256],
+}
+VARIANTS = ("baseline", "sf")
+_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+
+
+def grid_command(task: str, grid: dict[str, Sequence] = PAPER_GRID) -> list[str]:
+    """The ``dvc exp run --queue`` arguments that queue every point of ``grid`` for ``task``."""
+    arguments = ["dvc", "exp", "run", "--queue"]
+    for key, values in grid.items():
+        if not values:
+            raise SpanftError(f"grid: no values for {key}")
+        arguments += ["-S", f"hparams.{task}.{key}={','.join(_format(v) for v in values)}"]
+    return arguments
+
+
+def _format(value: Any) -> str:
+    return repr(value) if isinstance(value, float) else str(value)
+
+
+@dataclass(frozen=True)
+class Point:
+    """One evaluated workspace state: an experiment, a commit, or the workspace itself."""
+
+    name: str
+    params: dict
+    metrics: dict
+
+
+def experiment_points(exp_show: list) -> list[Point]:
+    """Every state ``dvc exp show --json`` lists (workspace, commits, their experiments) that has results."""
+    if not isinstance(exp_show, list):
+        raise SpanftError("dvc exp show --json: expected a list of revisions")
+    points = []
+    for entry in _entries(exp_show):
+        data = entry.get("data") or {}
+        if entry.get("error") or not data:
+            continue
+        rev = str(entry.get("rev", "?"))
+        name = entry.get("name") or (rev[:7] if _COMMIT.match(rev) else rev)
+        points.append(Point(name, _merged(data.get("params")), _merged(data.get("metrics"))))
+    return points
+
+
+def _entries(exp_show: list) -> Iterator[dict]:
+    for entry in exp_show:
+        yield entry
+        for experiment in entry.get("experiments") or []:
+            yield from (experiment.get("revs") or [])
+
+
+def _merged(files: dict | None) -> dict:
+    """The ``data`` trees of every params / metrics file, merged (the project has one of each)."""
+    merged: dict = {}
+    for content in (files or {}).values():
+        merged.update((content or {}).get("data") or {})
+    return merged
+
+
+def best_points(points: list[Point], study: str = "glue") -> list[dict]:
+    """Per backbone, task and variant of ``study``: the grid point (``hparams.<task>``) with the best dev score.
+
+    Points with the same block are one grid point (the runs are deterministic): their names are listed
+    together. Ties keep the point listed first.
+    """
+    results: dict[tuple[str, str, str], dict[str, dict]] = {}
+    for point in points:
+        for backbone, tasks in (point.metrics.get(study) or {}).items():
+            for task, scores in (tasks or {}).items():
+                block = (point.params.get("hparams") or {}).get(task)
+                if block is None:  # "average" and tasks without a block are no grid points
+                    continue
+                key = json.dumps(_numbers(block), sort_keys=True)
+                for variant in VARIANTS:
+                    score = (scores or {}).get(variant)
+                    seen = results.setdefault((backbone, task, variant), {})
+                    entry = seen.setdefault(key, {"hparams": _numbers(block), "score": score, "names": []})
+                    entry["names"].append(point.name)
+    rows = []
+    for (backbone, task, variant), by_point in sorted(results.items()):
+        scored = [e for e in by_point.values() if isinstance(e["score"], (int, float)) and not math.isnan(e["score"])]
+        if not scored:
+            continue
+        best = max(scored, key=lambda e: e["score"])  # max keeps the first of equal scores
+        rows.append({"study": study, "backbone": backbone, "task": task, "variant": variant,
+                     "dev_score": best["score"], "hparams": best["hparams"], "experiments": best["names"],
+                     "points": len(scored), "tied": sum(e["score"] == best["score"] for e in scored) - 1})
+    return rows
+
+
+def _numbers(block: dict) -> dict:
+    """``dvc exp run -S lr=3e-5`` may leave ``'3e-05'`` (a string under YAML 1.1): read numbers as numbers."""
+    result = {}
+    for key, value in block.items():
+        if isinstance(value, str):
+            try:
+                value = float(value)
+            except ValueError:
+                pass
+        result[key] = value
+    return result
+
+
+def grid_markdown(rows: list[dict], study: str) -> str:
+    """The best points as a markdown table (dev main metric x 100, mean over the study's seeds)."""
+    lines = [f"# Search grid: best point per task ({study} study, dev main metric)", "",
+             "| Backbone | Task | Variant | Dev x 100 | Points | Best hyper-parameters | Experiments |",
+             "|---|---|---|---|---|---|---|"]
+    for row in rows:
+        params = ", ".join(f"{k} {_format(v)}" for k, v in sorted(row["hparams"].items()))
+        tie = f" (tied with {row['tied']})" if row["tied"] else ""
+        lines.append(f"| {row['backbone']} | {row['task']} | {row['variant']} | {100 * row['dev_score']:.1f}{tie} | "
+                     f"{row['points']} | {params} | {', '.join(row['experiments'])} |")
+    if not rows:
+        lines.append("| — | — | — | — | 0 | no experiment has dev scores for this study | — |")
+    lines += ["", "Dev scores: reports/metrics.json of each experiment (mean over seeds); the test sets are never "
+              "used to choose. Points: distinct hparams.<task> blocks scored; a tie keeps the point listed first "
+              "by `dvc exp show`.", ""]
+    return "\n".join(lines)
+
+
+def read_exp_show(path: str | Path | None) -> list:
+    """``dvc exp show --json`` from a file, or from running it here (``path`` None)."""
+    if path is not None:
+        text = read_text(path, what="dvc exp show --json output")
+        origin = str(path)
+    else:
+        try:
+            done = subprocess.run(["dvc", "exp", "show", "--json"], capture_output=True, text=True, check=False)
+        except FileNotFoundError:
+            raise SpanftError("dvc is not installed: pass the saved output of `dvc exp show --json`") from None
+        if done.returncode != 0:
+            first = (done.stderr.strip().splitlines() or ["no message"])[-1]
+            raise SpanftError(f"dvc exp show --json failed ({done.returncode}): {first}")
+        text, origin = done.stdout, "dvc exp show --json"
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpanftError(f"{origin}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+
+
+def grid_report(exp_json: str | Path | None, study: str = "glue", out: str | Path | None = None) -> str:
+    """The grid report's markdown (best point per task and variant by dev score), written to ``out`` if given."""
+    rows = best_points(experiment_points(read_exp_show(exp_json)), study)
+    text = grid_markdown(rows, study)
+    if out:
+        with atomic_open(out, inputs=[exp_json] if exp_json else []) as handle:
+            handle.write(text)
+    return text

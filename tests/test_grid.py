@@ -1,0 +1,122 @@
+"""The search grid: the one dvc command, and the best point per task read from `dvc exp show --json`."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from spanft import cli
+from spanft.errors import SpanftError
+from spanft.report.grid import PAPER_GRID, best_points, experiment_points, grid_command
+
+
+def _rev(name: str, lr, scores: dict, epochs: int = 3) -> dict:
+    """One revision as `dvc exp show --json` (DVC 3.67) writes it: params and metrics under their files."""
+    return {"rev": name * 5, "name": name, "error": None, "experiments": None,
+            "data": {"params": {"params.yaml": {"data": {"hparams": {"cola": {"lr": lr, "epochs": epochs},
+                                                                     "mrpc": {"lr": 2e-05, "epochs": 3}}}}},
+                     "metrics": {"reports/metrics.json": {"data": {"profile": "embedded", "glue": {"tiny": scores}}}}}}
+
+
+def exp_show() -> list:
+    base = {"cola": {"baseline": 0.30, "sf": 0.32, "diff": 0.02}, "mrpc": {"baseline": 0.80, "sf": 0.81, "diff": 0.01},
+            "average": {"baseline": 0.55, "sf": 0.565, "diff": 0.015}}
+    workspace = _rev("workspace", 2e-05, base)
+    commit = _rev("main", 2e-05, base)
+    commit["experiments"] = [
+        {"name": "exp-a", "revs": [_rev("exp-a", "1e-05", {"cola": {"baseline": 0.35, "sf": 0.31}, "mrpc": base["mrpc"]})]},
+        {"name": "exp-b", "revs": [_rev("exp-b", 3e-05, {"cola": {"baseline": 0.33, "sf": 0.40}, "mrpc": base["mrpc"]})]},
+        {"name": "exp-c", "revs": [{**_rev("exp-c", 3e-05, {}), "error": {"msg": "failed"}}]},
+    ]
+    return [workspace, commit]
+
+
+def test_best_point_per_task_and_variant():
+    rows = {(r["task"], r["variant"]): r for r in best_points(experiment_points(exp_show()), "glue")}
+    assert set(rows) == {("cola", "baseline"), ("cola", "sf"), ("mrpc", "baseline"), ("mrpc", "sf")}
+    assert rows[("cola", "baseline")]["hparams"] == {"lr": 1e-05, "epochs": 3}  # the string '1e-05' read as a number
+    assert rows[("cola", "baseline")]["dev_score"] == 0.35 and rows[("cola", "baseline")]["experiments"] == ["exp-a"]
+    assert rows[("cola", "sf")]["hparams"]["lr"] == 3e-05 and rows[("cola", "sf")]["dev_score"] == 0.40
+    assert rows[("cola", "sf")]["points"] == 3  # 2e-5 (workspace and main: one point), 1e-5, 3e-5
+    # every experiment left mrpc's block alone: one point, reached by all four states
+    assert rows[("mrpc", "sf")]["points"] == 1 and rows[("mrpc", "sf")]["tied"] == 0
+    assert rows[("mrpc", "sf")]["experiments"] == ["workspace", "main", "exp-a", "exp-b"]
+
+
+def test_ties_keep_the_first_point_and_say_so():
+    show = exp_show()
+    show[1]["experiments"][1]["revs"][0]["data"]["metrics"]["reports/metrics.json"]["data"]["glue"]["tiny"]["cola"] = \
+        {"baseline": 0.35, "sf": 0.40}
+    rows = {(r["task"], r["variant"]): r for r in best_points(experiment_points(show), "glue")}
+    assert rows[("cola", "baseline")]["experiments"] == ["exp-a"] and rows[("cola", "baseline")]["tied"] == 1
+
+
+def test_grid_command_is_the_papers_product():
+    command = grid_command("rte")
+    assert command[:4] == ["dvc", "exp", "run", "--queue"]
+    settings = command[5::2]
+    assert settings == ["hparams.rte.lr=1e-05,2e-05,3e-05", "hparams.rte.batch_size=16,32,48",
+                        "hparams.rte.epochs=2,3,4,5", "hparams.rte.max_seq_len=128,256"]
+    points = 1
+    for values in PAPER_GRID.values():
+        points *= len(values)
+    assert points == 72
+
+
+def test_cli_writes_the_report_and_errors_are_one_line(tmp_path, monkeypatch, capsys):
+    saved = tmp_path / "grid.json"
+    saved.write_text(json.dumps(exp_show()))
+    assert cli.main(["grid-report", str(saved), "--out", str(tmp_path / "grid.md")]) == 0
+    text = (tmp_path / "grid.md").read_text()
+    assert "| tiny | cola | sf | 40.0 | 3 | epochs 3, lr 3e-05 | exp-b |" in text
+    assert capsys.readouterr().out == text
+    saved.write_text("{not json")
+    assert cli.main(["grid-report", str(saved)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("spanft: error: ") and "not valid JSON" in err and err.count("\n") == 1
+    assert cli.main(["grid-command", "cola"]) == 0
+    assert capsys.readouterr().out.startswith("dvc exp run --queue -S hparams.cola.lr=1e-05,2e-05,3e-05 ")
+    assert cli.main(["grid-command", "colaa"]) == 2
+
+
+def test_real_dvc_experiments_are_read(tmp_path):
+    # What this DVC writes: two experiments of a one-stage project whose metric follows hparams.cola.lr.
+    if shutil.which("dvc") is None:
+        pytest.skip("dvc is not installed")
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+
+    def run(*args: str) -> str:
+        done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    (tmp_path / "params.yaml").write_text("hparams:\n  cola: {lr: 2.0e-5, epochs: 3}\n")
+    (tmp_path / "score.py").write_text(
+        "import json, yaml\n"
+        "lr = float(yaml.safe_load(open('params.yaml'))['hparams']['cola']['lr'])\n"
+        "json.dump({'glue': {'tiny': {'cola': {'baseline': 1 - abs(lr - 1e-5) * 1e4, 'sf': 1 - abs(lr - 3e-5) * 1e4}}}},"
+        " open('metrics.json', 'w'))\n")
+    (tmp_path / "dvc.yaml").write_text(
+        f"stages:\n  score:\n    cmd: {sys.executable} score.py\n    deps: [score.py]\n    params: [hparams.cola]\n"
+        "    metrics:\n      - metrics.json:\n          cache: false\n")
+    run("git", "init", "-q")
+    run("dvc", "init", "-q")
+    run("dvc", "repro", "-q")
+    run("git", "add", "-A")
+    run("git", "commit", "-qm", "base")
+    for lr in ("1e-5", "3e-5"):
+        run("dvc", "exp", "run", "-q", "-S", f"hparams.cola.lr={lr}")
+    rows = {r["variant"]: r for r in best_points(experiment_points(json.loads(run("dvc", "exp", "show", "--json"))))}
+    assert rows["baseline"]["hparams"]["lr"] == pytest.approx(1e-5) and rows["baseline"]["dev_score"] == 1.0
+    assert rows["sf"]["hparams"]["lr"] == pytest.approx(3e-5) and rows["sf"]["points"] == 3
+
+
+def test_not_a_list():
+    with pytest.raises(SpanftError, match="expected a list"):
+        experiment_points({"workspace": {}})
