@@ -175,6 +175,7 @@ def test_replacing_an_outside_file_changes_exactly_the_stages_that_read_it(tmp_p
     params = reduced_params()
     params["corpus"].update(source="local", local_path=str(wiki))
     params["data"].update(source="local", dir=str(outside / "glue"))
+    params["chunker"]["source"] = "nltk"  # real data needs a real tagger; its stage is not run here
     params["backbones"]["local"] = {"mine": {"path": str(model)}}
     project = new_project(tmp_path / "project", params)
     stages = ("corpus", "copy_backbone@mine", "prepare_task@cola")
