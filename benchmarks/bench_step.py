@@ -12,7 +12,9 @@ Cases (each skipped cleanly when its backbone or device is missing):
 
 Inputs are random token ids with random word-like spans (1-4 pieces, [CLS]/[SEP] spans of one piece) cut to
 max_spans = 64 (the features' default for 128 tokens). The two models share the backbone's initial weights and
-are timed in alternating rounds, so load on a shared machine hits both alike; the figure is the median.
+are timed in alternating rounds, so load on a shared machine hits both alike; the figure is the median. On a CPU
+shared with other work, ``--clock process`` times each step in CPU seconds of this process (use ``--threads 1``:
+idle OpenMP threads spin and would be counted), which other processes' load does not inflate.
 
     python benchmarks/bench_step.py [--steps 20] [--cases tiny minilm] [--lengths L.npy] [--json out.json]
 """
@@ -88,7 +90,8 @@ def _step_fn(model: SpanModel, device: str, bf16: bool) -> Callable[[dict], None
     return step
 
 
-def time_steps(backbone: torch.nn.Module, batches: list[dict], device: str, steps: int, warmup: int) -> dict:
+def time_steps(backbone: torch.nn.Module, batches: list[dict], device: str, steps: int, warmup: int,
+               clock: Callable[[], float] = time.perf_counter) -> dict:
     """Median seconds per training step of baseline and sf, alternating rounds; round r uses batch r mod len.
 
     The warm-up rounds cover every batch once (each new shape's first step pays for kernel selection)."""
@@ -106,12 +109,12 @@ def time_steps(backbone: torch.nn.Module, batches: list[dict], device: str, step
             inputs = batch if spans else {k: v for k, v in batch.items() if not k.startswith("span_")}
             if device == "cuda":
                 torch.cuda.synchronize()
-            start = time.perf_counter()
+            start = clock()
             step(inputs)
             if device == "cuda":
                 torch.cuda.synchronize()
             if round_ >= warmup:
-                times[name].append(time.perf_counter() - start)
+                times[name].append(clock() - start)
     result = {f"{name}_s": statistics.median(values) for name, values in times.items()}
     result.update({f"{name}_mean_s": statistics.fmean(values) for name, values in times.items()})
     result["ratio"] = result["sf_s"] / result["baseline_s"]
@@ -191,6 +194,8 @@ def main() -> None:
     parser.add_argument("--cases", nargs="*", default=None, help="run only these cases (default: all that can)")
     parser.add_argument("--lengths", default=None, help="example lengths (.npy) for the GPU real-length case")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
+    parser.add_argument("--clock", choices=["wall", "process"], default="wall",
+                        help="CPU cases: wall-clock or this process's CPU time (GPU cases: always wall-clock)")
     parser.add_argument("--json", default=None, help="also write the results here")
     args = parser.parse_args()
     if args.threads:
@@ -210,9 +215,10 @@ def main() -> None:
         else:
             shapes_run = [(f"{b}x{t}", [random_batch(vocab, b, t)]) for b, t in shapes]
         for shape, batches in shapes_run:
-            row = time_steps(backbone, batches, device, steps, warmup)
+            clock = time.process_time if device == "cpu" and args.clock == "process" else time.perf_counter
+            row = time_steps(backbone, batches, device, steps, warmup, clock)
             row.update(device=device if device == "cpu" else torch.cuda.get_device_name(0), shape=shape,
-                       threads=torch.get_num_threads(), steps=steps)
+                       threads=torch.get_num_threads(), steps=steps, clock=clock.__name__)
             results[f"{name} {shape}"] = row
             print(f"{name:22s} {shape:8s} {row['tokens_per_step']:7.0f} tokens/step: baseline "
                   f"{row['baseline_s'] * 1000:8.1f} ms, sf {row['sf_s'] * 1000:8.1f} ms, sf / baseline {row['ratio']:.3f}",

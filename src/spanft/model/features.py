@@ -342,7 +342,6 @@ class LengthGroupedSampler(torch.utils.data.Sampler):
         return iter(length_grouped_order(self.lengths, self.batch_size, self.seed, self.epoch).tolist())
 
 
-
 @dataclass
 class SpanCollator:
     """Dynamic padding of a list of feature dicts (what the HF Trainer hands a data collator).
@@ -375,25 +374,13 @@ class SpanCollator:
                 multiple = self.pad_to_multiple_of if key not in SPAN_KEYS else None
                 batch[key] = _pad_rows(rows, pad_values[key], multiple)
         if "span_starts" in batch:
-            lengths = batch["span_lengths"].numpy()
+            from spanft.model.span_model import token_span_ids
+
+            lengths = batch["span_lengths"]
             if self.max_span_len is not None:
-                lengths = np.minimum(lengths, self.max_span_len)
-            batch["span_ids"] = torch.from_numpy(
-                token_span_rows(batch["span_starts"].numpy(), lengths, batch["input_ids"].shape[1]))
+                lengths = lengths.clamp(max=self.max_span_len)
+            batch["span_ids"] = token_span_ids(batch["span_starts"], lengths, batch["input_ids"].shape[1])
         return batch
-
-
-def token_span_rows(starts: np.ndarray, lengths: np.ndarray, width: int) -> np.ndarray:
-    """Span index of every token [B, width] from span starts / lengths [B, S]; -1 for tokens in no span."""
-    batch, spans = starts.shape
-    counts = lengths.reshape(-1)
-    row = np.repeat(np.repeat(np.arange(batch), spans), counts)
-    span = np.repeat(np.tile(np.arange(spans), batch), counts)
-    column = np.repeat(starts.reshape(-1), counts) + np.arange(counts.sum()) - np.repeat(np.cumsum(counts) - counts, counts)
-    inside = column < width
-    ids = np.full((batch, width), -1, dtype=np.int64)
-    ids[row[inside], column[inside]] = span[inside]
-    return ids
 
 
 def _is_float(values: Sequence) -> bool:

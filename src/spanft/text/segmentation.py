@@ -204,10 +204,11 @@ class GreedySegmenter:
         if words.type not in self._vocab_arrays:
             self._vocab_arrays[words.type] = pa.array(self._vocab, words.type)
         found = pc.index_in(keys, value_set=self._vocab_arrays[words.type])
-        ids = found.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64) + 1
-        if self.lowercase:
+        ids = pc.add(found, 1).fill_null(0).to_numpy()  # int32: vocabulary index + 1, 0 for any other word
+        if self.lowercase and _has_non_ascii(words):
             other = np.flatnonzero(~pc.string_is_ascii(words).to_numpy(zero_copy_only=False))
             if other.size:
+                ids = ids.copy()  # arrow's buffer is read-only
                 ids[other] = [self._id_cache[w] for w in words.take(pa.array(other)).to_pylist()]
         return ids
 
@@ -263,6 +264,12 @@ class _WordIdCache(dict):
         value = self._word_ids.get(word.lower() if self._lowercase else word, 0)
         self[word] = value
         return value
+
+
+def _has_non_ascii(words) -> bool:
+    """Whether any byte of an arrow string array's data is outside ASCII (a slice may count bytes beside it)."""
+    data = words.buffers()[2]
+    return data is not None and data.size > 0 and int(np.frombuffer(data, dtype=np.uint8).max()) >= 0x80
 
 
 def _follow_jumps(jump: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> FlatSpans:
