@@ -47,7 +47,7 @@ import pandas as pd
 import yaml
 
 from spanft.errors import SpanftError
-from spanft.params.studies import planned_runs
+from spanft.params.studies import PlannedRun, planned_runs
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_padding import padded_tokens_per_step  # noqa: E402
 
@@ -85,13 +85,6 @@ class Assumptions:
             raise CostModelError(f"--eval-fraction must be >= 0, got {self.eval_fraction}")
 
 
-@dataclass(frozen=True)
-class Run:
-    study: str
-    backbone: str
-    task: str
-    variant: str
-    seed: int
 
 
 # ------------------------------------------------------------------------------------------------ runs
@@ -106,10 +99,10 @@ def _key(params: dict, dotted: str, source: str) -> Any:
     return node
 
 
-def study_runs(params: dict, source: str = "params") -> list[Run]:
+def study_runs(params: dict, source: str = "params") -> list[PlannedRun]:
     """Every fine-tuning run of every study: backbones x tasks x seeds x variants."""
     try:
-        return [Run(r.study, r.backbone, r.task, r.variant, r.seed) for r in planned_runs(params, source)]
+        return planned_runs(params, source)
     except SpanftError as exc:
         raise CostModelError(str(exc)) from None
 
@@ -150,7 +143,7 @@ def _grouped_tokens(lengths: bytes, batch: int, max_seq_len: int) -> float:
     return padded_tokens_per_step(capped, batch)
 
 
-def step_ms(run: Run, params: dict, assumptions: Assumptions, source: str = "params") -> float:
+def step_ms(run: PlannedRun, params: dict, assumptions: Assumptions, source: str = "params") -> float:
     """Milliseconds of one training step of this run."""
     hparams = _key(params, f"hparams.{run.task}", source)
     batch, max_len = int(hparams.get("batch_size", REFERENCE_BATCH)), int(hparams.get("max_seq_len", REFERENCE_LEN))
@@ -171,7 +164,8 @@ def cost_table(params: dict, assumptions: Assumptions, source: str = "params") -
         steps = train_steps(run.task, _key(params, f"hparams.{run.task}", source), source)
         ms = step_ms(run, params, assumptions, source)
         hours = steps * ms * (1 + assumptions.eval_fraction) / 3_600_000
-        rows.append({**run.__dict__, "size": backbone_size(run.backbone, params), "steps": steps, "step_ms": ms,
+        rows.append({"study": run.study, "backbone": run.backbone, "task": run.task, "variant": run.variant,
+                     "seed": run.seed, "size": backbone_size(run.backbone, params), "steps": steps, "step_ms": ms,
                      "gpu_hours": hours})
     return pd.DataFrame(rows, columns=["study", "backbone", "task", "variant", "seed", "size", "steps", "step_ms",
                                        "gpu_hours"])

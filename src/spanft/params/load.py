@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from spanft.errors import SpanftError, where
+from spanft.fileio import read_text
 
 log = logging.getLogger("spanft")
 
@@ -64,17 +65,7 @@ def parse_params(text: str, path: str | Path) -> Any:
 def load_params(path: str | Path) -> dict:
     """The parsed YAML mapping of ``path``, with one-line errors."""
     path = Path(path)
-    if path.is_dir():
-        raise SpanftError(f"{path}: params file expected, found a directory")
-    if not path.is_file():
-        raise SpanftError(f"{path}: params file not found")
-    data = path.read_bytes()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise SpanftError(f"{where(path, line)}: not valid UTF-8 (byte {data[exc.start]:#04x})") from None
-    tree = parse_params(text, path)
+    tree = parse_params(read_text(path, "params file"), path)
     if not isinstance(tree, dict):
         raise SpanftError(f"{path}: expected a mapping of parameters at the top level")
     return tree
