@@ -8,6 +8,7 @@ as safetensors. One module-scoped ``dvc repro`` backs every test; the last test 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
@@ -16,8 +17,14 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from test_graph import TINY_HPARAMS, dvc, new_project, ran_stages, reduced_params, _downstream
+from test_graph import (
+    TINY_HPARAMS,
+    _downstream,
+    dvc,
+    new_project,
+    ran_stages,
+    reduced_params,
+)
 
 # ------------------------------------------------------------------------------------- an invented English
 
@@ -244,16 +251,32 @@ def test_submission_says_what_it_skipped(real):
     assert {"CoLA.tsv", "MRPC.tsv"} <= names and "RTE.tsv" not in names
 
 
+def run_inputs(project: Path, task: str) -> dict:
+    path = project / "data" / "runs" / "glue" / "mine" / task / "sf" / "seed1" / "metrics.json"
+    return json.loads(path.read_text(encoding="utf-8"))["inputs"]
+
+
+def content_digest(root: Path, relative: list[str]) -> str:
+    """SHA-256 over each file's path relative to ``root`` and its bytes, in path order."""
+    digest = hashlib.sha256()
+    for name in sorted(relative):
+        digest.update(name.encode("utf-8") + b"\0" + (root / name).read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def test_metrics_record_the_local_inputs(real):
     project, files, model, _ = real
-    metrics = json.loads((project / "data" / "runs" / "glue" / "mine" / "mrpc" / "sf" / "seed1" / "metrics.json")
-                         .read_text(encoding="utf-8"))
-    inputs = metrics["inputs"]
-    assert str(files["data"]) in json.dumps(inputs["data"])
-    assert str(model) in json.dumps(inputs["backbone"])
-    for record in (inputs["data"], inputs["backbone"]):
-        found = record if "digest" in record else next(iter(record.values()))
-        assert re.fullmatch(r"[0-9a-f]{64}", found["digest"]), record
+    data = files["data"]
+    mrpc, rte = run_inputs(project, "mrpc"), run_inputs(project, "rte")
+    assert mrpc["data"]["id_or_path"] == str(data) and mrpc["data"]["source"] == "local"
+    assert mrpc["data"]["files"] == {"train": "MRPC/train.tsv", "validation": "MRPC/dev.tsv", "test": "MRPC/test.tsv"}
+    assert mrpc["data"]["digest"] == content_digest(data, list(mrpc["data"]["files"].values()))
+    assert rte["data"]["absent_splits"] == ["test"]
+    assert rte["data"]["digest"] == content_digest(data, ["RTE/train.tsv", "RTE/dev.tsv"])
+    # a model directory's digest leaves out its own provenance record (make_backbone wrote one here)
+    encoder_files = [str(p.relative_to(model)) for p in model.rglob("*") if p.is_file() and p.name != "provenance.json"]
+    assert mrpc["backbone"] == {"source": "local", "id_or_path": str(model),
+                                "digest": content_digest(model, encoder_files)}
 
 
 def test_table6_names_the_conll_tagger_and_its_accuracy(real):
@@ -330,6 +353,7 @@ def test_editing_one_local_file_reruns_its_readers_and_what_follows(real):
     prepared data changes, so only MRPC's segmentation, runs and the reports follow."""
     project, files, _, _ = real
     assert _stale(project) == set()
+    before = {task: run_inputs(project, task)["data"]["digest"] for task in ("cola", "mrpc")}
     dev = files["data"] / "MRPC" / "dev.tsv"
     dev.write_text(dev.read_text(encoding="utf-8") + "1\t900\t901\tA frim sang .\tThe frim sang .\n", encoding="utf-8")
     tasks = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))["tasks"]
@@ -340,4 +364,6 @@ def test_editing_one_local_file_reruns_its_readers_and_what_follows(real):
     assert {"prepare_task@mrpc", "segment_ngram@mrpc", "glue_sf@mine-mrpc-1", "report"} <= again
     followers = again - readers
     assert not any(re.search(r"cola|rte|snli|conll2003|chunker", name) for name in followers), sorted(followers)
+    after = {task: run_inputs(project, task)["data"]["digest"] for task in ("cola", "mrpc")}
+    assert after["cola"] == before["cola"] and after["mrpc"] != before["mrpc"]
     assert _stale(project) == set()
