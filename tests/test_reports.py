@@ -794,3 +794,19 @@ def test_table6_names_the_conll_tagger_and_its_accuracy(tree, tmp_path):
     note = build_reports(params, tree / "runs", segmented)["tables/table6.md"].decode()
     assert "tags from an NLTK PerceptronTagger trained here on CoNLL-2003 train's Penn Treebank POS tags" in note
     assert "POS accuracy test 0.9312" in note
+
+
+@pytest.mark.parametrize(("profile", "data", "corpus", "want"), [
+    ("embedded", "synthetic", "synthetic", "embedded"),
+    ("embedded", "local", "synthetic", "embedded (edited: data.source local)"),
+    ("small", "hf", "synthetic", "small (edited: corpus.source synthetic)"),
+    ("paper", "local", "local", "paper"),
+])
+def test_the_profile_line_names_the_data_sources_that_contradict_the_profile(profile, data, corpus, want):
+    from spanft.report.runs import Params
+    from spanft.report.tables import profile_line
+
+    params = Params({"profile": profile, "data": {"source": data}, "corpus": {"source": corpus}})
+    assert params.profile == want
+    line = profile_line(params.profile)
+    assert ("synthetic data" in line) == (want == "embedded")

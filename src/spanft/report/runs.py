@@ -80,7 +80,12 @@ class Params:
 
     @property
     def profile(self) -> str:
-        return str(self.get("profile"))
+        """The profile's name, with the data sources that contradict it (a profile line must not mislead)."""
+        name = str(self.get("profile"))
+        synthetic_profile = name == "embedded"
+        contradicting = [f"{key} {value}" for key in ("data.source", "corpus.source")
+                         if (value := self.optional(key)) is not None and (value == "synthetic") != synthetic_profile]
+        return f"{name} (edited: {', '.join(contradicting)})" if contradicting else name
 
     def has_study(self, study: str) -> bool:
         return isinstance(self.optional(f"studies.{study}"), dict)
