@@ -147,15 +147,10 @@ class LanguageParams:
     collocations: int = 120
     idioms: int = 50
     templates: int = 20000  # grammar draws that make the template table
-    # Topic repetition in running text: a noun, adjective or name slot repeats, with this probability, a unit
-    # drawn at random among the same category's earlier units of its paragraph (marginal frequencies unchanged).
-    topic_repeat: float = 0.0
 
 
 # --------------------------------------------------------------------------------------------------
 # The grammar that produces sentence templates (sequences of slot categories)
-
-_TOPICAL = ("NN", "NNS", "JJ", "COLLOC", "PER", "PER1", "LOC", "LOC1", "ORG", "MISC")  # categories that repeat
 
 _LITERALS = {
     ".": "lit:./.", ",": "lit:,/,", "?": "lit:?/.", "was": "lit:was/VBD", "were": "lit:were/VBD",
@@ -590,7 +585,6 @@ class SyntheticLanguage:
         self._template_slots = np.array([code[c] for t in templates for c in t], dtype=np.int64)
         self._category_units = [lex.categories[n][0] for n in names]
         self._category_cdf = [np.cumsum(lex.categories[n][1]) for n in names]
-        self._topical = {code[n] for n in _TOPICAL if n in code}
 
     def _build_unit_tables(self, lex: _Lexicon) -> None:
         self._unit_a = lex.index[(("a",), ("DT",), ("O",))]
@@ -642,15 +636,8 @@ class SyntheticLanguage:
 
     # -- sampling ---------------------------------------------------------------------------------
 
-    def sample_units(
-        self, rng: np.random.Generator, n_sentences: int, paragraph: np.ndarray | None = None,
-        top: int | None = None,
-    ) -> tuple[np.ndarray, np.ndarray]:
-        """Draw ``n_sentences`` sentences: flat unit ids and the number of units of each sentence.
-
-        ``paragraph`` (the paragraph number of each sentence, non-decreasing) turns on topic repetition;
-        ``top`` draws each category from its ``top`` most frequent units only (a plainer register).
-        """
+    def sample_units(self, rng: np.random.Generator, n_sentences: int) -> tuple[np.ndarray, np.ndarray]:
+        """Draw ``n_sentences`` sentences: flat unit ids and the number of units of each sentence."""
         t = _draw(self._template_cdf, rng.random(n_sentences))
         lengths = self._template_len[t]
         starts = np.cumsum(lengths) - lengths
@@ -664,31 +651,18 @@ class SyntheticLanguage:
             if len(where) == 0:
                 continue
             members, cdf = self._category_units[c], self._category_cdf[c]
-            if top is not None and len(members) > top:
-                members, cdf = members[:top], cdf[:top] / cdf[top - 1]
             if len(members) == 1:
                 units[where] = members[0]
             else:
                 units[where] = members[_draw(cdf, rng.random(len(where)))]
-                if paragraph is not None and self.params.topic_repeat > 0 and c in self._topical:
-                    self._repeat_topics(rng, units, where, np.repeat(paragraph, lengths)[where])
         # English article: "a" before a vowel sound becomes "an" (templates never end on "a").
         is_a = np.flatnonzero(units[:-1] == self._unit_a)
         units[is_a[self._vowel_initial[units[is_a + 1]]]] = self._unit_an
         return units, lengths
 
-    def _repeat_topics(self, rng: np.random.Generator, units: np.ndarray, where: np.ndarray, paragraph: np.ndarray) -> None:
-        """Each slot at ``where`` (ascending), with probability ``topic_repeat``, takes the unit of a uniformly
-        chosen earlier slot of the same category and paragraph (``paragraph``: each slot's paragraph number)."""
-        rank = np.arange(len(where))
-        first = np.searchsorted(paragraph, paragraph, side="left")  # rank of the paragraph's first slot
-        repeat = (rank > first) & (rng.random(len(where)) < self.params.topic_repeat)
-        source = first + np.floor(rng.random(len(where)) * (rank - first)).astype(np.int64)
-        units[where[repeat]] = units[where[source[repeat]]]
-
-    def sentences(self, rng: np.random.Generator, n: int, top: int | None = None) -> list[list[Token]]:
-        """``n`` sentences as lists of tokens (first word capitalised); ``top``: see :meth:`sample_units`."""
-        units, lengths = self.sample_units(rng, n, top=top)
+    def sentences(self, rng: np.random.Generator, n: int) -> list[list[Token]]:
+        """``n`` sentences as lists of tokens (first word capitalised)."""
+        units, lengths = self.sample_units(rng, n)
         result: list[list[Token]] = []
         position = 0
         for length in lengths.tolist():
@@ -703,9 +677,9 @@ class SyntheticLanguage:
             position += length
         return result
 
-    def sentence(self, rng: np.random.Generator, top: int | None = None) -> list[Token]:
+    def sentence(self, rng: np.random.Generator) -> list[Token]:
         """One sentence as a list of tokens (English word order, PTB tags, IOB2 NER tags)."""
-        return self.sentences(rng, 1, top)[0]
+        return self.sentences(rng, 1)[0]
 
     def render_paragraphs(
         self, rng: np.random.Generator, n_paragraphs: int
@@ -716,8 +690,7 @@ class SyntheticLanguage:
         (ending in a newline), ``words[i]`` its number of words.
         """
         per_paragraph = 1 + rng.poisson(self.mean_sentences_per_paragraph - 1, n_paragraphs)
-        paragraph = np.repeat(np.arange(n_paragraphs), per_paragraph)
-        units, lengths = self.sample_units(rng, int(per_paragraph.sum()), paragraph)
+        units, lengths = self.sample_units(rng, int(per_paragraph.sum()))
         sentence_ends = np.cumsum(lengths)
         variant = np.zeros(len(units), dtype=np.int64)
         variant[sentence_ends - lengths] = 1  # capitalised sentence start
