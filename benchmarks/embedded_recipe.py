@@ -75,7 +75,7 @@ def build_inputs(work: Path, params: dict, backbone: str, tasks: list[str], segm
         ]
     steps.append((work / "backbones" / backbone, ["backbone", backbone, "--out", str(work / "backbones" / backbone),
                                                   "--corpus", str(work / "corpus/train.txt"),
-                                                  *option_args(params["backbones"][backbone])]))
+                                                  *option_args(params["backbones"]["build"][backbone])]))
     for task in tasks:
         steps.append((work / "tasks" / task, [
             "prepare-task", task, "--source", "synthetic", "--seed", str(synthetic["seed"]),

@@ -5,20 +5,21 @@ the n-gram dictionary counted on that corpus matches the planted multi-word expr
 lexical and structural cues a small model can learn; where natural the cue is a multi-word expression (the
 point of span fine-tuning) next to a plain single-word cue (so a baseline learns too):
 
-- sst2: polarity adjectives (single words) and polarity idioms/collocations (MWEs) inserted; the label is
-  the majority polarity of the inserted cues.
-- cola: acceptable = the generated sentence; unacceptable = one corruption: a planted MWE's words
-  reversed, a subject-verb agreement error (was/were, is/are, has/have), a doubled function word, or a
-  determiner swapped with the word after it.
+- sst2: polarity adjectives inserted; the label's adjectives outnumber the other polarity's. A polarity
+  idiom (an MWE) of the label's polarity may join them: it agrees with the words, never decides alone.
+- cola: acceptable = the generated sentence; unacceptable = one corruption: a doubled function word
+  ("the the"), else a subject-verb agreement error (was/were, is/are, has/have), else the verbs left out.
 - mrpc / qqp: paraphrase = synonym substitution (declared word pairs and MWE pairs of the language);
-  non-paraphrase = a content word replaced by a non-synonym, or a different sentence sharing a few words.
-- stsb: graded overlap: a share of the content words replaced; the score is 5 x the share kept.
+  non-paraphrase = the same, after a change of meaning: negation added or removed (half), a content word
+  replaced by a non-synonym (a quarter), or a different sentence sharing a word (a quarter).
+- stsb: 5, less 2 when one sentence negates the other, less 3 x the share of content words replaced by a
+  non-synonym; synonym substitutions change nothing.
 - mnli / snli / rte / wnli: entailment = a contiguous sub-span of the premise; contradiction = that
   sub-span with a negator after its first verb; neutral = the sub-span plus new content from another
   sentence (two-class tasks: entailment vs the other two). MNLI's mismatched splits (and half of AX) take
   two-sentence premises, a genre the training split never shows.
-- qnli: (question, sentence): the question is a sub-span of the sentence (entailment) or of another
-  sentence that shares a word with it (not_entailment), ending in "?".
+- qnli: ("When" | "How many" + a sub-span of the sentence + "?", sentence): entailment when the sentence holds
+  an answer of the kind asked ("in 1973" | "three times"); otherwise the other kind of answer, or none.
 - conll2003: the language's own NER tags (IOB2) over planted names.
 
 Unlabeled test splits get the same generator with the label withheld. Every split draws from its own
@@ -268,10 +269,9 @@ FUNCTION_TAGS = ("DT", "IN", "MD", "CC", "PRP", "PRP$", "TO")
 
 
 def _corrupt(rng: np.random.Generator, sentence: Sentence) -> Sentence:
-    """One corruption, starting from a random kind and falling through to the next applicable one."""
-    first = int(rng.integers(len(CORRUPTION_KINDS)))
-    for k in range(len(CORRUPTION_KINDS)):
-        corrupted = CORRUPTION_KINDS[(first + k) % len(CORRUPTION_KINDS)](rng, sentence.words, sentence.pos)
+    """The first corruption that applies, in CORRUPTION_KINDS order."""
+    for kind in CORRUPTION_KINDS:
+        corrupted = kind(rng, sentence.words, sentence.pos)
         if corrupted is not None:
             return corrupted
     raise SpanftError(f"no corruption applies to {' '.join(sentence.words)!r}")
@@ -301,10 +301,10 @@ def _double_function_word(rng: np.random.Generator, words: list[str], pos: list[
     return Sentence(words[: i + 1] + [words[i].lower()] + words[i + 1 :], pos[: i + 1] + pos[i:])
 
 
-# Kinds a baseline can see: verbs left out ("the dog the ball"), an agreement error ("the dog were"), a function
-# word doubled ("the the dog"). (Reversed word windows and stranded determiners were tried: tiny baselines do
-# not learn them from 1,500 sentences.)
-CORRUPTION_KINDS = (_drop_verbs, _break_agreement)
+# Kinds a baseline can see, most preferred first: a function word doubled ("the the dog"; most sentences have
+# one), else an agreement error ("the dog were"), else the verbs left out ("the dog the ball"). Reversed word
+# windows and stranded determiners were tried: tiny baselines do not learn them from 1,500 sentences.
+CORRUPTION_KINDS = (_double_function_word, _break_agreement, _drop_verbs)
 
 
 def _paraphrase(question: bool) -> Callable:
