@@ -19,7 +19,7 @@ from spanft.cli import main
 from spanft.data.columns import SyntheticSizes
 from spanft.data.prepare import load_task
 from spanft.data.registry import TASKS, get_task
-from spanft.data.synthetic_tasks import Lexicon, generate_split, synthetic_language
+from spanft.data.synthetic_tasks import NEGATORS, Lexicon, generate_split, synthetic_language
 
 SMALL = SyntheticSizes(train=60, eval=30, test=20)
 
@@ -86,13 +86,13 @@ def test_prepare_task_synthetic_writes_parquet(tmp_path):
 # ------------------------------------------------------------------ label rules, checked by independent oracles
 
 
-def _count_polarity(lex: Lexicon, words: list[str]) -> tuple[int, int]:
+def _count_polarity(lex: Lexicon, words: list[str], idioms: bool = True) -> tuple[int, int]:
     """Oracle: words counted with Counter, idioms found by a regular expression over the space-joined text."""
     counts = Counter(w.lower() for w in words)
     text = " " + " ".join(w.lower() for w in words) + " "
 
     def occurrences(idiom):  # a lookahead counts adjacent repeats that share a space
-        return len(re.findall("(?= " + re.escape(" ".join(idiom)) + " )", text))
+        return len(re.findall("(?= " + re.escape(" ".join(idiom)) + " )", text)) if idioms else 0
 
     neg = sum(counts[w] for w in lex.negative_words) + sum(occurrences(i) for i in lex.negative_mwes)
     pos = sum(counts[w] for w in lex.positive_words) + sum(occurrences(i) for i in lex.positive_mwes)
@@ -107,12 +107,13 @@ def _contiguous_in(part: list[str], whole: list[str]) -> bool:
 
 @settings(max_examples=8, deadline=None)
 @given(st.integers(0, 10_000))
-def test_sst2_label_is_the_majority_polarity(seed):
+def test_sst2_label_is_the_majority_polarity_of_the_words_and_of_words_with_idioms(seed):
     lex = Lexicon(synthetic_language(0))
     data = generate_split(get_task("sst2"), "train", 30, seed, synthetic_language(0))
     for words, label in zip(data.words_a, data.labels):
-        neg, pos = _count_polarity(lex, words)
-        assert (pos > neg) == (label == 1) and pos != neg
+        for idioms in (False, True):  # single words alone decide; the idioms never overturn them
+            neg, pos = _count_polarity(lex, words, idioms)
+            assert (pos > neg) == (label == 1) and pos != neg
 
 
 @settings(max_examples=8, deadline=None)
@@ -127,39 +128,88 @@ def test_nli_hypotheses_follow_their_label(seed):
         if kind == "entailment":
             assert _contiguous_in(body, premise)
         elif kind == "contradiction":
-            negators = [i for i, w in enumerate(body) if w.lower() in lex.negators]
+            negators = [i for i, w in enumerate(body) if w.lower() in NEGATORS]
             assert any(_contiguous_in(body[:i] + body[i + 1 :], premise) for i in negators)
         else:
             assert any(w.lower() not in {p.lower() for p in premise} for w in body)
 
 
-def test_qnli_entailment_question_is_part_of_the_sentence():
+def test_qnli_entailment_when_the_sentence_holds_an_answer_of_the_kind_asked():
     task = get_task("qnli")
-    data = generate_split(task, "train", 60, 3, synthetic_language(0))
+    data = generate_split(task, "train", 80, 3, synthetic_language(0))
+    answers = {"when": r" in \d{4} ", "how many": r" (two|three|four|five|six|seven|eight|ten|twelve|twenty) times "}
+    kinds = Counter()
     for question, sentence, label in zip(data.words_a, data.words_b, data.labels):
-        assert question[-1] == "?"
-        if task.label_names[label] == "entailment":
-            assert _contiguous_in(question[:-1], sentence)
+        asked = "when" if question[0] == "When" else "how many"
+        assert question[-1] == "?" and (asked == "when" or question[:2] == ["How", "many"])
+        text = " " + " ".join(sentence) + " "
+        holds = {kind: re.search(pattern, text) is not None for kind, pattern in answers.items()}
+        assert (task.label_names[label] == "entailment") == holds[asked]
+        assert sum(holds.values()) <= 1  # at most one answer is planted; the sentence's own numbers are gone
+        words = question[1:-1] if asked == "when" else question[2:-1]
+        assert _contiguous_in(words, sentence)  # both classes ask about the sentence's own words
+        kinds[(label, holds["when"] or holds["how many"])] += 1
+    assert kinds[(1, True)] and kinds[(1, False)]  # not_entailment: the other kind of answer, or none
 
 
-def test_mrpc_paraphrases_substitute_declared_synonyms(lex):
-    data = generate_split(get_task("mrpc"), "train", 80, 5, synthetic_language(0))
-    checked = 0
+def _negated(first: list[str], second: list[str]) -> bool:
+    return sum(w.lower() in NEGATORS for w in first) != sum(w.lower() in NEGATORS for w in second)
+
+
+def _synonym_changes_only(lex: Lexicon, first: list[str], second: list[str]) -> bool | None:
+    """Whether every word that differs is a declared synonym (None: lengths differ, or a planted expression)."""
+    planted = any(tuple(w.lower() for w in text[i : i + n]) in lex.mwe_set
+                  for text in (first, second) for n in range(2, 6) for i in range(len(text)))
+    if len(first) != len(second) or planted:
+        return None
+    return all(lex.synonyms.get(a) == b for a, b in zip(first, second) if a != b)
+
+
+def test_mrpc_paraphrases_differ_by_synonyms_and_non_paraphrases_change_the_meaning(lex):
+    data = generate_split(get_task("mrpc"), "train", 240, 5, synthetic_language(0))
+    checked = Counter()
     for first, second, label in zip(data.words_a, data.words_b, data.labels):
-        if label == 1 and len(first) == len(second):
-            changed = [(a, b) for a, b in zip(first, second) if a != b]
-            in_mwe = any(tuple(w.lower() for w in second[i : i + n]) in lex.mwe_set for n in range(2, 6) for i in range(len(second)))
-            if not in_mwe:
-                assert all(lex.synonyms.get(a) == b for a, b in changed), changed
-                checked += 1
-    assert checked > 10
+        same_meaning = _synonym_changes_only(lex, first, second)
+        if label == 1:
+            assert not _negated(first, second)
+            assert same_meaning in (True, None)
+        elif not _negated(first, second):
+            assert same_meaning in (False, None)
+        checked[label, same_meaning is not None] += 1
+    assert checked[1, True] > 20 and checked[0, True] > 10
 
 
-def test_stsb_identical_pairs_score_five_and_changed_pairs_less():
-    data = generate_split(get_task("stsb"), "train", 80, 2, synthetic_language(0))
+def test_stsb_score_falls_with_negation_and_non_synonym_replacements(lex):
+    data = generate_split(get_task("stsb"), "train", 120, 2, synthetic_language(0))
     for first, second, score in zip(data.words_a, data.words_b, data.labels):
-        differing = sum(a != b for a, b in zip(first, second))
-        assert (score == 5.0) == (differing == 0)
+        negated = _negated(first, second)
+        assert score <= 3.0 if negated else score >= 2.0
+        same_meaning = _synonym_changes_only(lex, first, second)
+        if same_meaning is not None:
+            assert (score == 5.0) == same_meaning
+
+
+def _doubled(words: list[str]) -> bool:
+    lowered = [w.lower() for w in words]
+    return any(a == b for a, b in zip(lowered, lowered[1:]))
+
+
+def test_cola_unacceptable_sentences_double_a_word_else_lack_a_verb_or_break_agreement(lex):
+    verbs = {w for tag, words in lex.words_by_tag.items() if tag.startswith("VB") or tag == "MD" for w in words}
+    data = generate_split(get_task("cola"), "train", 300, 4, synthetic_language(0))
+    kinds = Counter()
+    for words, label in zip(data.words_a, data.labels):
+        has_verb = any(w.lower() in verbs for w in words)
+        if label == 1:
+            assert has_verb
+            kinds["acceptable doubled"] += _doubled(words)
+        elif _doubled(words):
+            kinds["doubled"] += 1
+        else:
+            assert not has_verb or {"was", "were", "is", "are", "has", "have"} & {w.lower() for w in words}
+            kinds["other"] += 1
+    assert kinds["doubled"] > 100 and kinds["other"] >= 1  # the doubled word is the common corruption
+    assert kinds["acceptable doubled"] <= 3  # a sentence of the language rarely repeats a word by itself
 
 
 def test_conll_tags_are_valid_iob2():
@@ -186,6 +236,7 @@ def _features(first: list[str], second: list[str] | None) -> str:
         b = [w.lower() for w in second]
         tokens += [f"b:{w}" for w in b] + [f"new:{w}" for w in b if w not in seen]
         tokens += ["NEW"] * sum(w not in seen for w in b)
+        tokens += [f"x:{a[0]}_{'#' if w.isdigit() else w}" for w in b]  # what the first sentence's opening asks for
     return " ".join(tokens)
 
 

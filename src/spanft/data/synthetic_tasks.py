@@ -5,20 +5,21 @@ the n-gram dictionary counted on that corpus matches the planted multi-word expr
 lexical and structural cues a small model can learn; where natural the cue is a multi-word expression (the
 point of span fine-tuning) next to a plain single-word cue (so a baseline learns too):
 
-- sst2: polarity adjectives (single words) and polarity idioms/collocations (MWEs) inserted; the label is
-  the majority polarity of the inserted cues.
-- cola: acceptable = the generated sentence; unacceptable = one corruption: a planted MWE's words
-  reversed, a subject-verb agreement error (was/were, is/are, has/have), a doubled function word, or a
-  determiner swapped with the word after it.
+- sst2: polarity adjectives inserted; the label's adjectives outnumber the other polarity's. A polarity
+  idiom (an MWE) of the label's polarity may join them: it agrees with the words, never decides alone.
+- cola: acceptable = the generated sentence; unacceptable = one corruption: a doubled function word
+  ("the the"), else a subject-verb agreement error (was/were, is/are, has/have), else the verbs left out.
 - mrpc / qqp: paraphrase = synonym substitution (declared word pairs and MWE pairs of the language);
-  non-paraphrase = a content word replaced by a non-synonym, or a different sentence sharing a few words.
-- stsb: graded overlap: a share of the content words replaced; the score is 5 x the share kept.
+  non-paraphrase = the same, after a change of meaning: negation added or removed (half), a content word
+  replaced by a non-synonym (a quarter), or a different sentence sharing a word (a quarter).
+- stsb: 5, less 2 when one sentence negates the other, less 3 x the share of content words replaced by a
+  non-synonym; synonym substitutions change nothing.
 - mnli / snli / rte / wnli: entailment = a contiguous sub-span of the premise; contradiction = that
   sub-span with a negator after its first verb; neutral = the sub-span plus new content from another
   sentence (two-class tasks: entailment vs the other two). MNLI's mismatched splits (and half of AX) take
   two-sentence premises, a genre the training split never shows.
-- qnli: (question, sentence): the question is a sub-span of the sentence (entailment) or of another
-  sentence that shares a word with it (not_entailment), ending in "?".
+- qnli: ("When" | "How many" + a sub-span of the sentence + "?", sentence): entailment when the sentence holds
+  an answer of the kind asked ("in 1973" | "three times"); otherwise the other kind of answer, or none.
 - conll2003: the language's own NER tags (IOB2) over planted names.
 
 Unlabeled test splits get the same generator with the label withheld. Every split draws from its own
@@ -43,6 +44,10 @@ log = logging.getLogger("spanft")
 
 PUNCT = frozenset(".,;:!?\"'()")
 CONTENT_PREFIXES = ("NN", "VB", "JJ", "RB")
+# Auxiliaries and negators carry a verb or adverb tag but are the grammar's own words: never swapped or replaced.
+AUXILIARIES = frozenset({"was", "were", "is", "are", "has", "have", "be"})
+NEGATORS = ("not", "never")
+FIXED_WORDS = AUXILIARIES | frozenset(NEGATORS)
 MWE_KINDS_POLAR = ("idiom", "collocation")
 
 
@@ -61,7 +66,7 @@ class Sentence:
 
 
 class Lexicon:
-    """Cue vocabularies derived deterministically from a language: polarity words/MWEs, synonyms, negators."""
+    """Cue vocabularies derived deterministically from a language: polarity words and idioms, synonyms."""
 
     def __init__(self, language) -> None:
         self.language = language
@@ -81,8 +86,6 @@ class Lexicon:
         self.mwe_set = {_lower(words) for words, _ in language.mwes}
         self.synonyms = _word_synonyms(by_tag)
         self.mwe_synonyms = _mwe_synonyms(language.mwes)
-        vocabulary = {w for words in by_tag.values() for w in words}
-        self.negators = [w for w in ("not", "never") if w in vocabulary] or ["not"]
         self.words_by_tag = {tag: list(words) for tag, words in by_tag.items() if words}
         self.nouns = frozenset(by_tag.get("NN", [])) | frozenset(by_tag.get("NNS", []))
 
@@ -101,7 +104,7 @@ def _word_synonyms(by_tag: dict[str, list[str]]) -> dict[str, str]:
     for tag, words in sorted(by_tag.items()):
         if not tag.startswith(CONTENT_PREFIXES):
             continue
-        top = [w for w in words[:200] if w not in synonyms]
+        top = [w for w in words[:200] if w not in synonyms and w not in FIXED_WORDS]
         for first, second in zip(top[0::2], top[1::2]):
             synonyms.setdefault(first, second)
             synonyms.setdefault(second, first)
@@ -141,7 +144,10 @@ def _capitalize(words: list[str]) -> list[str]:
 
 
 def _content_positions(sentence: Sentence) -> list[int]:
-    return [i for i, tag in enumerate(sentence.pos) if tag.startswith(CONTENT_PREFIXES) and sentence.words[i] not in PUNCT]
+    return [
+        i for i, (word, tag) in enumerate(zip(sentence.words, sentence.pos))
+        if tag.startswith(CONTENT_PREFIXES) and word not in PUNCT and word.lower() not in FIXED_WORDS
+    ]
 
 
 def _find_mwes(lex: Lexicon, words: Sequence[str]) -> list[tuple[int, int]]:
@@ -172,7 +178,7 @@ def _other_word(lex: Lexicon, rng: np.random.Generator, tag: str, avoid: set[str
         if not pool:
             return None
         word = _choice(rng, pool)
-        if word not in avoid:
+        if word not in avoid and word not in FIXED_WORDS:
             return word
     return None
 
@@ -189,12 +195,12 @@ def _replace_content(
     for i in rng.permutation(positions)[:count] if positions else []:
         word = words[i]
         if synonym:
-            words[i] = lex.synonyms[word]
+            new = lex.synonyms[word]
         else:
-            other = _other_word(lex, rng, sentence.pos[i], {word, lex.synonyms.get(word, word)})
-            if other is None:
+            new = _other_word(lex, rng, sentence.pos[i], {word, lex.synonyms.get(word, word)})
+            if new is None:
                 continue
-            words[i] = other
+        words[i] = new[:1].upper() + new[1:] if i == 0 else new
         replaced += 1
     return words, replaced
 
@@ -203,126 +209,113 @@ def _replace_content(
 
 
 def _sst2(lex: Lexicon, rng: np.random.Generator, label: int) -> tuple[list[list[str]], int]:
-    """Insert polarity cues until the label's polarity has strictly more cue occurrences than the other."""
-    sentence = _sentence(lex, rng)
-    words = list(sentence.words)
-    cues = [label] * int(rng.integers(1, 3)) + ([1 - label] if rng.random() < 0.25 else [])
-    for polarity in cues:
-        words = _insert_cue(lex, rng, words, polarity)
-    while True:
-        counts = polarity_counts(lex, words)
-        if counts[label] > counts[1 - label]:
-            return [words], label
-        words = _insert_cue(lex, rng, words, label)
+    """Polarity adjectives decide: strictly more of the label's polarity. An idiom of the label's polarity may
+    join them, so the multi-word cues agree with the words but never decide alone."""
+    words = list(_sentence(lex, rng).words)
+    cues = [label] * int(rng.integers(1, 3)) + ([1 - label] if rng.random() < 0.3 else [])
+    for polarity in rng.permutation(cues):
+        words = _insert_adjective(lex, rng, words, int(polarity))
+    if rng.random() < 0.4:
+        words = _insert_idiom(lex, rng, words, label)
+    # The sentence itself may hold polarity words or idioms: add the label's adjectives until both counts agree.
+    while not all(_majority(polarity_counts(lex, words, idioms), label) for idioms in (False, True)):
+        words = _insert_adjective(lex, rng, words, label)
+    return [words], label
 
 
-def polarity_counts(lex: Lexicon, words: Sequence[str]) -> tuple[int, int]:
-    """(negative, positive) cue occurrences in ``words``: polarity adjectives plus polarity idioms."""
+def _majority(counts: tuple[int, int], label: int) -> bool:
+    return counts[label] > counts[1 - label]
+
+
+def polarity_counts(lex: Lexicon, words: Sequence[str], idioms: bool = True) -> tuple[int, int]:
+    """(negative, positive) cue occurrences in ``words``: polarity adjectives, plus polarity idioms if asked."""
     lowered = _lower(words)
     counts = [sum(w in lex.negative_words for w in lowered), sum(w in lex.positive_words for w in lowered)]
-    for polarity, idioms in ((0, lex.negative_mwes), (1, lex.positive_mwes)):
-        for idiom in idioms:
+    for polarity, expressions in ((0, lex.negative_mwes), (1, lex.positive_mwes)) if idioms else ():
+        for idiom in expressions:
             n = len(idiom)
             counts[polarity] += sum(lowered[i : i + n] == idiom for i in range(len(lowered) - n + 1))
     return counts[0], counts[1]
 
 
-def _insert_cue(lex: Lexicon, rng: np.random.Generator, words: list[str], polarity: int) -> list[str]:
-    """An adjective before a noun (60%), else an adverbial idiom before the final punctuation."""
-    words = list(words)
-    idioms = lex.positive_mwes if polarity else lex.negative_mwes
+def _insert_adjective(lex: Lexicon, rng: np.random.Generator, words: list[str], polarity: int) -> list[str]:
+    """A polarity adjective before a noun outside any planted expression (anywhere when there is none)."""
     inside = {i for start, end in _find_mwes(lex, words) for i in range(start + 1, end)}
     nouns = [i for i in range(1, len(words)) if i not in inside and words[i].islower() and words[i] in lex.nouns]
-    if nouns and (rng.random() < 0.6 or not idioms):
-        pool = sorted(lex.positive_words if polarity else lex.negative_words)
-        at = _choice(rng, nouns)
-        words.insert(at, _choice(rng, pool))
-    elif idioms:
-        at = len(_body(words))
-        words[at:at] = list(_choice(rng, idioms))
-    else:
-        pool = sorted(lex.positive_words if polarity else lex.negative_words)
-        words.insert(int(rng.integers(1, len(words) + 1)), _choice(rng, pool))
-    return words
+    at = _choice(rng, nouns) if nouns else int(rng.integers(1, len(_body(words)) + 1))
+    pool = sorted(lex.positive_words if polarity else lex.negative_words)
+    return words[:at] + [_choice(rng, pool)] + words[at:]
+
+
+def _insert_idiom(lex: Lexicon, rng: np.random.Generator, words: list[str], polarity: int) -> list[str]:
+    """An adverbial polarity idiom before the final punctuation."""
+    idioms = lex.positive_mwes if polarity else lex.negative_mwes
+    if not idioms:
+        return words
+    at = len(_body(words))
+    return words[:at] + list(_choice(rng, idioms)) + words[at:]
 
 
 def _cola(lex: Lexicon, rng: np.random.Generator, label: int) -> tuple[list[list[str]], int]:
+    """Acceptable: a sentence of the language. Unacceptable: the same kind of sentence with one corruption."""
     sentence = _sentence(lex, rng, min_words=4)
-    if label == 1:
-        return [sentence.words], label
-    return [_corrupt(lex, rng, sentence)], label
+    if label == 0:
+        sentence = _corrupt(rng, sentence)
+    return [sentence.words], label
 
 
 AGREEMENT = {"was": "were", "were": "was", "is": "are", "are": "is", "has": "have", "have": "has"}
 FUNCTION_TAGS = ("DT", "IN", "MD", "CC", "PRP", "PRP$", "TO")
 
 
-def _corrupt(lex: Lexicon, rng: np.random.Generator, sentence: Sentence) -> list[str]:
-    """One corruption, starting from a random kind and falling through to the next applicable one."""
-    words = list(sentence.words)
-    body = len(_body(words))
-    corruptions = [
-        lambda: _reverse_mwe(lex, rng, words),
-        lambda: _break_agreement(words),
-        lambda: _double_function_word(rng, words, sentence.pos, body),
-        lambda: _swap_determiner(rng, words, sentence.pos, body),
-    ]
-    first = int(rng.integers(len(corruptions)))
-    for k in range(len(corruptions)):
-        corrupted = corruptions[(first + k) % len(corruptions)]()
+def _corrupt(rng: np.random.Generator, sentence: Sentence) -> Sentence:
+    """The first corruption that applies, in CORRUPTION_KINDS order."""
+    for kind in CORRUPTION_KINDS:
+        corrupted = kind(rng, sentence.words, sentence.pos)
         if corrupted is not None:
             return corrupted
-    at = int(rng.integers(max(body - 1, 1)))
-    words[at], words[at + 1] = words[at + 1], words[at]
-    return words
+    raise SpanftError(f"no corruption applies to {' '.join(sentence.words)!r}")
 
 
-def _reverse_mwe(lex: Lexicon, rng: np.random.Generator, words: list[str]) -> list[str] | None:
-    mwes = _find_mwes(lex, words)
-    if not mwes:
+def _drop_verbs(rng: np.random.Generator, words: list[str], pos: list[str]) -> Sentence | None:
+    """Every verb of the sentence left out (its auxiliaries and modals with it): "the dog the ball"."""
+    keep = [i for i, tag in enumerate(pos) if not (tag.startswith("VB") or tag == "MD")]
+    if len(keep) == len(words):
         return None
-    start, end = _choice(rng, mwes)
-    return words[:start] + words[start:end][::-1] + words[end:]
+    return Sentence([words[i] for i in keep], [pos[i] for i in keep])
 
 
-def _break_agreement(words: list[str]) -> list[str] | None:
+def _break_agreement(rng: np.random.Generator, words: list[str], pos: list[str]) -> Sentence | None:
     """was <-> were, is <-> are, has <-> have (a subject-verb agreement error)."""
     for i, word in enumerate(words):
         if word in AGREEMENT:
-            return words[:i] + [AGREEMENT[word]] + words[i + 1 :]
+            return Sentence(words[:i] + [AGREEMENT[word]] + words[i + 1 :], pos)
     return None
 
 
-def _double_function_word(rng: np.random.Generator, words: list[str], pos: list[str], body: int) -> list[str] | None:
-    candidates = [i for i in range(body) if pos[i] in FUNCTION_TAGS]
+def _double_function_word(rng: np.random.Generator, words: list[str], pos: list[str]) -> Sentence | None:
+    candidates = [i for i in range(len(_body(words))) if pos[i] in FUNCTION_TAGS]
     if not candidates:
         return None
-    at = _choice(rng, candidates)
-    return words[: at + 1] + [words[at].lower()] + words[at + 1 :]
+    i = _choice(rng, candidates)
+    return Sentence(words[: i + 1] + [words[i].lower()] + words[i + 1 :], pos[: i + 1] + pos[i:])
 
 
-def _swap_determiner(rng: np.random.Generator, words: list[str], pos: list[str], body: int) -> list[str] | None:
-    """"the dog" -> "dog the"."""
-    candidates = [i for i in range(body - 1) if pos[i] == "DT" and words[i + 1] not in PUNCT]
-    if not candidates:
-        return None
-    at = _choice(rng, candidates)
-    return words[:at] + [words[at + 1], words[at]] + words[at + 2 :]
+# Kinds a baseline can see, most preferred first: a function word doubled ("the the dog"; most sentences have
+# one), else an agreement error ("the dog were"), else the verbs left out ("the dog the ball"). Reversed word
+# windows and stranded determiners were tried: tiny baselines do not learn them from 1,500 sentences.
+CORRUPTION_KINDS = (_double_function_word, _break_agreement, _drop_verbs)
 
 
 def _paraphrase(question: bool) -> Callable:
+    """Both sentences of a pair may differ by synonyms (declared word pairs, and declared multi-word paraphrases);
+    a non-paraphrase also changes the meaning: negation added or removed (half), a content word replaced by a
+    non-synonym (a quarter), or another sentence sharing a word with the first (a quarter)."""
+
     def generate(lex: Lexicon, rng: np.random.Generator, label: int) -> tuple[list[list[str]], int]:
         sentence = _sentence(lex, rng, min_words=4)
-        if label == 1:
-            second = _synonym_paraphrase(lex, rng, sentence)
-        elif rng.random() < 0.5:
-            second, _ = _replace_content(lex, rng, sentence, int(rng.integers(1, 3)), synonym=False)
-        else:
-            other = _sentence(lex, rng, min_words=4)
-            second = list(other.words)
-            shared = _choice(rng, _body(sentence.words))
-            second.insert(int(rng.integers(len(_body(second)) + 1)), shared)
         first = list(sentence.words)
+        second = _synonym_rewrite(lex, rng, sentence if label == 1 else _change_meaning(lex, rng, sentence))
         if question:
             first, second = _as_question(first), _as_question(second)
         return [first, second], label
@@ -330,9 +323,44 @@ def _paraphrase(question: bool) -> Callable:
     return generate
 
 
-def _synonym_paraphrase(lex: Lexicon, rng: np.random.Generator, sentence: Sentence) -> list[str]:
+def _change_meaning(lex: Lexicon, rng: np.random.Generator, sentence: Sentence) -> Sentence:
+    draw = rng.random()
+    negated = _toggle_negation(lex, sentence) if draw < 0.5 else None
+    if negated is not None:
+        return negated
+    if draw < 0.75:
+        words, replaced = _replace_content(lex, rng, sentence, int(rng.integers(1, 3)), synonym=False)
+        if replaced:
+            return Sentence(words, sentence.pos)
+    other = _sentence(lex, rng, min_words=4)
+    i = _choice(rng, _content_positions(sentence) or list(range(len(_body(sentence.words)))))
+    word = sentence.words[i] if sentence.pos[i] == "NNP" else sentence.words[i].lower()
+    at = int(rng.integers(1, len(_body(other.words)) + 1))
+    return Sentence(other.words[:at] + [word] + other.words[at:], other.pos[:at] + [sentence.pos[i]] + other.pos[at:])
+
+
+FINITE_VERBS = ("VBD", "VBZ", "VBP")
+
+
+def _toggle_negation(lex: Lexicon, sentence: Sentence) -> Sentence | None:
+    """The sentence negated ("was" -> "was not", "walked" -> "never walked"), or its negator removed."""
+    words, pos = sentence.words, sentence.pos
+    for i, word in enumerate(words):
+        if word.lower() in NEGATORS:
+            return Sentence(words[:i] + words[i + 1 :], pos[:i] + pos[i + 1 :])
+    for i, (word, tag) in enumerate(zip(words, pos)):
+        if tag == "MD" or word.lower() in AUXILIARIES:
+            return Sentence(words[: i + 1] + ["not"] + words[i + 1 :], pos[: i + 1] + ["RB"] + pos[i + 1 :])
+        if tag in FINITE_VERBS and i > 0:
+            return Sentence(words[:i] + ["never"] + words[i:], pos[:i] + ["RB"] + pos[i:])
+    return None
+
+
+def _synonym_rewrite(lex: Lexicon, rng: np.random.Generator, sentence: Sentence) -> list[str]:
+    """Up to two content words replaced by their declared synonyms; a declared multi-word paraphrase, half the
+    time one applies."""
     mwes = [(s, e) for s, e in _find_mwes(lex, sentence.words) if _lower(sentence.words[s:e]) in lex.mwe_synonyms]
-    words, _ = _replace_content(lex, rng, sentence, int(rng.integers(1, 3)), synonym=True)
+    words, _ = _replace_content(lex, rng, sentence, int(rng.integers(0, 3)), synonym=True)
     if mwes and rng.random() < 0.5:
         start, end = _choice(rng, mwes)
         words[start:end] = list(lex.mwe_synonyms[_lower(sentence.words[start:end])])
@@ -344,12 +372,16 @@ def _as_question(words: list[str]) -> list[str]:
 
 
 def _stsb(lex: Lexicon, rng: np.random.Generator, label: float) -> tuple[list[list[str]], float]:
+    """5, less 2 when one sentence negates the other, less 3 x the share of content words replaced by a
+    non-synonym; synonyms (single and multi-word) change nothing."""
     sentence = _sentence(lex, rng, min_words=4)
-    content = len(_content_positions(sentence))
-    target = int(rng.integers(0, content + 1))
-    words, replaced = _replace_content(lex, rng, sentence, target, synonym=False)
-    score = round(5.0 * (content - replaced) / max(content, 1), 3)
-    return [list(sentence.words), words], score
+    negated = _toggle_negation(lex, sentence) if rng.random() < 0.5 else None
+    changed = negated or sentence
+    content = len(_content_positions(changed))
+    words, replaced = _replace_content(lex, rng, changed, int(rng.integers(0, content + 1)), synonym=False)
+    second = _synonym_rewrite(lex, rng, Sentence(words, changed.pos))
+    score = round(5.0 - 2.0 * (negated is not None) - 3.0 * replaced / max(content, 1), 3)
+    return [list(sentence.words), second], score
 
 
 NLI_KINDS = ("entailment", "neutral", "contradiction")
@@ -380,7 +412,7 @@ def _hypothesis(lex: Lexicon, rng: np.random.Generator, premise: Sentence, kind:
         tags = dict(zip(premise.words, premise.pos))
         verbs = [i for i, w in enumerate(span) if tags.get(w, "").startswith("VB")]
         at = verbs[0] + 1 if verbs else int(rng.integers(1, len(span) + 1))
-        span.insert(at, _choice(rng, lex.negators))
+        span.insert(at, _choice(rng, NEGATORS))
     elif kind == "neutral":
         present = {w.lower() for w in premise.words}
         extra = [w for w in _sub_span(rng, _sentence(lex, rng).words, 2, 5) if w.lower() not in present]
@@ -388,16 +420,38 @@ def _hypothesis(lex: Lexicon, rng: np.random.Generator, premise: Sentence, kind:
     return _capitalize(span) + ["."]
 
 
+QUESTIONS = (("When",), ("How", "many"))  # asks for a year | asks for a count
+
+
 def _qnli(lex: Lexicon, rng: np.random.Generator, label: int) -> tuple[list[list[str]], int]:
-    sentence = _sentence(lex, rng, min_words=4)
-    if label == 0:  # entailment: the sentence answers the question
-        source = sentence
-    else:
-        source = _sentence(lex, rng, min_words=4)
-        shared = _choice(rng, _body(sentence.words))
-        source = Sentence(source.words[:1] + [shared] + source.words[1:], source.pos[:1] + ["NN"] + source.pos[1:])
-    question = _capitalize(_sub_span(rng, source.words)) + ["?"]
-    return [question, list(sentence.words)], label
+    """(question, sentence): entailment when the sentence holds an answer of the kind asked (when: a year, how
+    many: a count); otherwise it holds the other kind of answer (half) or none. The question is a "when" or
+    "how many" before a sub-span of the sentence."""
+    sentence = _without_numbers(_sentence(lex, rng, min_words=4))
+    asked = int(rng.integers(len(QUESTIONS)))
+    span = _sub_span(rng, sentence.words)
+    question = [*QUESTIONS[asked], span[0] if sentence.words.index(span[0]) else span[0].lower(), *span[1:], "?"]
+    answered = asked if label == 0 else (1 - asked if rng.random() < 0.5 else None)
+    words = list(sentence.words)
+    if answered is not None:
+        at = len(_body(words))
+        words[at:at] = _answer(rng, answered)
+    return [question, words], label
+
+
+def _without_numbers(sentence: Sentence) -> Sentence:
+    """Every number word or figure ("three", "1973") replaced by "some": only the planted answer is a number."""
+    words = ["some" if tag == "CD" else word for word, tag in zip(sentence.words, sentence.pos)]
+    return Sentence(words, ["DT" if tag == "CD" else tag for tag in sentence.pos])
+
+
+NUMBER_WORDS = ("two", "three", "four", "five", "six", "seven", "eight", "ten", "twelve", "twenty")
+
+
+def _answer(rng: np.random.Generator, kind: int) -> list[str]:
+    if kind == 0:
+        return ["in", str(int(rng.integers(1850, 2021)))]
+    return [_choice(rng, NUMBER_WORDS), "times"]
 
 
 def _conll(lex: Lexicon, rng: np.random.Generator, label_names: Sequence[str]) -> tuple[list[list[str]], list[int]]:

@@ -35,8 +35,8 @@ _HPARAMS = HPARAM_TYPES  # one definition: what `finetune --hparams` accepts
 
 
 _BUILD = {"tokenizer": _STR, "lowercase": _BOOL, "vocab_size": _INT, "hidden": _INT, "layers": _INT, "heads": _INT,
-          "intermediate": _INT, "max_len": _INT, "mlm_steps": _INT, "mlm_batch_size": _INT, "vocab_lines": _INT,
-          "seed": _INT}
+          "intermediate": _INT, "max_len": _INT, "mlm_steps": _INT, "mlm_batch_size": _INT, "mlm_block_len": _INT,
+          "mlm_lr": _FLOAT, "vocab_lines": _INT, "seed": _INT}
 _HUB = {"hub_id": _STR, "revision": _STR, "seed": _INT, "tokenizer_id": _STR, "lowercase": _BOOL}
 _LOCAL = {"path": _STR}
 
