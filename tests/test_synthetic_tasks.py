@@ -119,7 +119,6 @@ def test_sst2_label_is_the_majority_polarity_of_the_words_and_of_words_with_idio
 @settings(max_examples=8, deadline=None)
 @given(st.integers(0, 10_000))
 def test_nli_hypotheses_follow_their_label(seed):
-    lex = Lexicon(synthetic_language(0))
     task = get_task("mnli")
     data = generate_split(task, "train", 30, seed, synthetic_language(0))
     for premise, hypothesis, label in zip(data.words_a, data.words_b, data.labels):
