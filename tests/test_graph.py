@@ -188,3 +188,12 @@ def test_replacing_an_outside_file_changes_exactly_the_stages_that_read_it(tmp_p
         assert _changed(project, *stages) == readers, path
         path.write_bytes(original)
         assert _changed(project, *stages) == set()
+
+
+def test_the_lock_holds_only_stages_of_the_graph():
+    """DVC keeps lock entries of stages that left dvc.yaml; they only slow every stage's lock update."""
+    if shutil.which("dvc") is None:
+        pytest.skip("dvc is not installed")
+    names = set(dvc(ROOT, "stage", "list", "--name-only").stdout.split())
+    locked = set(yaml.safe_load((ROOT / "dvc.lock").read_text(encoding="utf-8"))["stages"])
+    assert locked - names == set()

@@ -1,0 +1,270 @@
+"""A warm interpreter for the stage scripts: import torch and transformers once per ``dvc repro``, not per stage.
+
+``dvc repro`` starts one Python process per stage, and each fine-tuning stage spends ~5.5 s of its ~15 s
+importing torch and transformers' modelling code (measured on 2 cores). The first stage script to run
+starts a worker in the background that imports them once; every later stage script of the same workspace
+hands its command line to that worker, which forks a child to run it, the heavy modules already loaded.
+The child runs the script exactly as a fresh process would (same argv, working directory, environment,
+stdin/stdout/stderr, exit status; seeds are set by the run, so outputs are the same bytes).
+
+A worker serves one key: interpreter, ``sys.path``, environment and the size and mtime of every file of
+the spanft package, so an edited source file, another virtual environment or another workspace gets its
+own worker and never stale code. It exits after ``SPANFT_WARM_IDLE`` seconds (default 60) without a job.
+Never used on GPU machines (CUDA does not survive a fork), under torchrun/accelerate, off Linux, or with
+``SPANFT_WARM=0``; then every stage runs cold, as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+# Imported by the worker before it takes jobs: what stage scripts import inside their functions.
+PRELOAD = ("torch", "transformers", "transformers.trainer", "transformers.modeling_utils", "datasets", "pandas",
+           "pyarrow.parquet", "tokenizers", "spanft.train.finetune", "spanft.model.backbone", "spanft.data.prepare",
+           "spanft.text.segmentation", "spanft.report.build")
+_VOLATILE_ENV = {"DVC_STAGE", "PWD", "OLDPWD", "_", "SHLVL"}  # differ from stage to stage, read by no import
+_LAUNCHER_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE")  # torchrun / accelerate launch: one process per device
+_CHILD_FLAG = "SPANFT_WARM_CHILD"
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def enabled() -> bool:
+    """Whether stage scripts may use a warm worker here (see the module docstring)."""
+    return (os.environ.get("SPANFT_WARM", "1") != "0" and sys.platform.startswith("linux")
+            and not os.environ.get(_CHILD_FLAG) and not any(os.environ.get(v) for v in _LAUNCHER_ENV)
+            and not os.path.exists("/dev/nvidiactl"))
+
+
+def worker_key() -> str:
+    """What a worker's preloaded modules depend on; a different key means a different worker."""
+    env = {k: v for k, v in os.environ.items() if k not in _VOLATILE_ENV}
+    code = sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in _PACKAGE.rglob("*.py"))
+    blob = json.dumps([sys.executable, sys.version, sys.path, env, code])
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _worker_dir() -> Path | None:
+    """A private directory for sockets and logs (``None`` if it cannot be made ours alone)."""
+    path = Path(tempfile.gettempdir()) / f"spanft-warm-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        path.mkdir(mode=0o700)
+    info = path.lstat()
+    if not path.is_dir() or path.is_symlink() or info.st_uid != os.getuid() or info.st_mode & 0o077:
+        return None
+    return path
+
+
+def delegate() -> int | None:
+    """Run this stage script in a warm worker: its exit status, or ``None`` to run it here (cold).
+
+    When no worker is up, one is started for the next stages and this one runs cold.
+    """
+    if not enabled():
+        return None
+    directory = _worker_dir()
+    if directory is None:
+        return None
+    key = worker_key()
+    sock_path, lock_path = directory / f"{key}.sock", directory / f"{key}.lock"
+    conn = _connect(sock_path)
+    if conn is None:
+        _start_worker(sock_path, lock_path, directory / f"{key}.log")
+        return None
+    with conn:
+        child = _submit(conn)
+        return None if child is None else _wait_for_status(conn, child)
+
+
+def _connect(sock_path: Path) -> socket.socket | None:
+    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        conn.connect(str(sock_path))
+    except OSError:
+        conn.close()
+        return None
+    return conn
+
+
+def _start_worker(sock_path: Path, lock_path: Path, log_path: Path) -> None:
+    if _lock_is_held(lock_path):
+        return  # a worker is starting: it takes the next stage
+    with open(log_path, "ab") as log:
+        subprocess.Popen([sys.executable, "-m", "spanft.warm", str(sock_path), str(lock_path)],
+                         stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                         env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)})
+
+
+def _lock_is_held(lock_path: Path) -> bool:
+    with open(lock_path, "a") as handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
+
+# ---------------------------------------------------------------- the client side of one job
+
+def _submit(conn: socket.socket) -> int | None:
+    """Send this process's job (argv, cwd, environment, stdio): the child's pid, or ``None`` if not taken."""
+    request = json.dumps({"argv": sys.argv, "cwd": os.getcwd(), "env": dict(os.environ), "path": sys.path}).encode()
+    try:
+        socket.send_fds(conn, [struct.pack("!Q", len(request)) + request], [0, 1, 2])
+        return _read_int(conn)  # None: the worker was shutting down; the job never started
+    except OSError:
+        return None
+
+
+def _wait_for_status(conn: socket.socket, child: int) -> int:
+    forward = lambda signum, frame: _kill(child, signum)  # noqa: E731
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        status = _read_int(conn)
+    except OSError:
+        status = None
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if status is None:
+        print("spanft: error: the warm worker stopped during the run (SPANFT_WARM=0 runs stages cold)",
+              file=sys.stderr)
+        return 1
+    return status
+
+
+def _kill(pid: int, signum: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signum)
+
+
+def _read_int(conn: socket.socket) -> int | None:
+    data = b""
+    while len(data) < 4:
+        chunk = conn.recv(4 - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return struct.unpack("!i", data)[0]
+
+
+# ---------------------------------------------------------------- the worker
+
+def serve(sock_path: Path, lock_path: Path) -> None:
+    """Preload, then run jobs one at a time until idle for ``SPANFT_WARM_IDLE`` seconds."""
+    lock = open(lock_path, "a")  # held for the worker's life: one worker per key
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return
+    import importlib
+
+    for module in PRELOAD:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # the job that needs it will import it (and fail) as a cold run would
+            print(f"spanft warm worker: not preloaded: {module}: {exc!r}", file=sys.stderr, flush=True)
+    with contextlib.suppress(FileNotFoundError):
+        sock_path.unlink()  # left by a worker that was killed
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(sock_path))
+    server.listen(8)
+    server.settimeout(float(os.environ.get("SPANFT_WARM_IDLE", "60")))
+    try:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except TimeoutError:
+                break
+            with conn:
+                try:
+                    _serve_job(conn, server, lock)
+                except Exception as exc:  # one bad request must not end the worker
+                    print(f"spanft warm worker: job failed to start: {exc!r}", file=sys.stderr, flush=True)
+    finally:
+        server.close()
+        log = sock_path.with_suffix(".log")
+        for leftover in (sock_path, lock_path) + ((log,) if log.is_file() and not log.stat().st_size else ()):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+
+
+def _serve_job(conn: socket.socket, server: socket.socket, lock) -> None:
+    conn.settimeout(None)
+    message, fds, _, _ = socket.recv_fds(conn, 1 << 16, 3)
+    length = struct.unpack("!Q", message[:8])[0]
+    payload = message[8:]
+    while len(payload) < length:
+        chunk = conn.recv(length - len(payload))
+        if not chunk:
+            return
+        payload += chunk
+    request = json.loads(payload)
+    pid = os.fork()
+    if pid == 0:
+        for handle in (server, conn, lock):
+            handle.close()
+        os._exit(_child(request, fds))
+    for fd in fds:
+        os.close(fd)
+    conn.sendall(struct.pack("!i", pid))
+    conn.sendall(struct.pack("!i", _wait(pid, conn)))
+
+
+def _wait(pid: int, conn: socket.socket) -> int:
+    """The child's exit status; it is killed if the client goes away (its stage was interrupted)."""
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+        readable, _, _ = select.select([conn], [], [], 0.2)
+        if readable and not conn.recv(1, socket.MSG_PEEK):
+            _kill(pid, signal.SIGKILL)
+
+
+def _child(request: dict, fds: list[int]) -> int:
+    import runpy
+
+    for target, fd in enumerate(fds):
+        os.dup2(fd, target)
+        os.close(fd)
+    for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(s, signal.default_int_handler if s == signal.SIGINT else signal.SIG_DFL)
+    sys.stdout.reconfigure(line_buffering=os.isatty(1))
+    os.chdir(request["cwd"])
+    os.environ.clear()
+    os.environ.update(request["env"], **{_CHILD_FLAG: "1"})
+    sys.path[:] = request["path"]
+    sys.argv[:] = request["argv"]
+    try:
+        runpy.run_path(sys.argv[0], run_name="__main__")
+        status = 0
+    except SystemExit as exc:
+        status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+        if not isinstance(exc.code, int | None):
+            print(exc.code, file=sys.stderr)
+    except BaseException:  # as a fresh interpreter would: the traceback, status 1; never back to the worker loop
+        import traceback
+
+        traceback.print_exc()
+        status = 1
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    return status
+
+
+if __name__ == "__main__":
+    serve(Path(sys.argv[1]), Path(sys.argv[2]))
