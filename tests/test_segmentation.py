@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from spanft.cli import main
 from spanft.errors import SpanftError
+from spanft.text.dictionary import iter_entries
 from spanft.text.segmentation import (
     GreedySegmenter,
     RandomSegmenter,
@@ -389,3 +390,50 @@ def test_make_segmenter_rejects_unknown_method():
 
     with pytest.raises(SpanftError, match="unknown segmentation method"):
         make_segmenter("bpe", max_n=5)
+
+
+# ---- the whole-file dictionary reader against the line-by-line one ----------------------------------
+
+_WORD = st.text(alphabet="aAbBßİéΣς-'", min_size=1, max_size=3)
+_LINE = st.tuples(st.lists(_WORD, min_size=1, max_size=7), st.integers(0, 99)).map(
+    lambda e: f"{' '.join(e[0])}\t{e[1]}")
+
+
+def _same_segmenter(fast: GreedySegmenter, slow: GreedySegmenter) -> None:
+    assert (fast.num_entries, fast._vocab) == (slow.num_entries, slow._vocab)
+    assert np.array_equal(fast._level1, slow._level1)
+    for k in range(2, slow.max_n + 1):
+        assert np.array_equal(fast._index[k]._index.values, slow._index[k]._index.values)
+        assert np.array_equal(fast._terminal[k], slow._terminal[k])
+
+
+@settings(max_examples=120, deadline=None)
+@given(lines=st.lists(_LINE, max_size=40), max_n=st.integers(2, 6), lowercase=st.booleans(),
+       sentences=st.lists(st.lists(_WORD, max_size=12), max_size=6))
+def test_whole_file_dictionary_reader_builds_the_line_reader_segmenter(tmp_path_factory, lines, max_n, lowercase,
+                                                                      sentences):
+    path = tmp_path_factory.mktemp("dict") / "d.tsv"
+    path.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    fast = GreedySegmenter.from_dictionary(path, max_n=max_n, lowercase=lowercase)
+    slow = GreedySegmenter((w for w, _ in iter_entries(path)), max_n=max_n, lowercase=lowercase)
+    _same_segmenter(fast, slow)
+    assert fast.segment_batch(sentences) == slow.segment_batch(sentences)
+
+
+@pytest.mark.parametrize("bad", ["a b\t1\nc  d\t2\n", "a b\t1\nc d\n", "a b\t1\n\t3\n", "a b\t-1\n", "a b\tx\n",
+                                 "a b\t1\n c\t2\n", "a b\t1\nc d\t\xff\n"])
+def test_a_malformed_dictionary_is_judged_line_by_line(tmp_path, bad):
+    path = tmp_path / "d.tsv"
+    path.write_bytes(bad.encode("utf-8").replace(b"\xc3\xbf", b"\xff"))
+    with pytest.raises(SpanftError) as fast:
+        GreedySegmenter.from_dictionary(path, max_n=5)
+    with pytest.raises(SpanftError) as slow:
+        list(iter_entries(path))
+    assert str(fast.value) == str(slow.value)
+
+
+def test_bom_and_crlf_dictionaries_read_alike(tmp_path):
+    plain, odd = tmp_path / "plain.tsv", tmp_path / "odd.tsv"
+    plain.write_text("new york\t5\nthe city of\t3\n", encoding="utf-8")
+    odd.write_bytes(b"\xef\xbb\xbfnew york\t5\r\nthe city of\t3\r\n")
+    _same_segmenter(GreedySegmenter.from_dictionary(odd, max_n=5), GreedySegmenter.from_dictionary(plain, max_n=5))

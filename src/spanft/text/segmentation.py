@@ -32,6 +32,7 @@ from typing import Iterable, Iterator, Protocol, Sequence
 import numpy as np
 
 from spanft.errors import SpanftError
+from spanft.fileio import read_text, split_text_lines
 from spanft.text.dictionary import iter_entries
 from spanft.text.ngrams import DEFAULT_MAX_N
 from spanft.text.words import WordTokenizer
@@ -78,20 +79,29 @@ class GreedySegmenter:
         self.max_n = max_n
         self.lowercase = lowercase
         self.source = source
-        entries, skipped = self._normalise(ngrams)
-        if skipped:
+        table = ngrams if isinstance(ngrams, _EntryTable) else self._normalise(ngrams)
+        if table.skipped:
             log.info("segmentation: ignored %d dictionary entries shorter than 2 or longer than %d words",
-                     skipped, max_n)
-        self.num_entries = len(entries)
-        self._build_trie(entries)
+                     table.skipped, max_n)
+        self.num_entries = len(table.matrix)
+        self._build_trie(table)
 
     @classmethod
     def from_dictionary(cls, path: str | Path, max_n: int, lowercase: bool = True) -> "GreedySegmenter":
-        """Load a dictionary file (``ngram<TAB>count`` lines; counts are not used)."""
+        """Load a dictionary file (``ngram<TAB>count`` lines; counts are not used).
+
+        A well-formed file is read whole and turned into the entry table with array operations; anything
+        else (a malformed line, a non-digit count, bad UTF-8) goes through the line-by-line reader, which
+        names the file and line of the first mistake.
+        """
+        if max_n >= 2:
+            table = _read_entry_table(path, max_n, lowercase)
+            if table is not None:
+                return cls(table, max_n=max_n, lowercase=lowercase, source=str(path))
         return cls((words for words, _ in iter_entries(path)), max_n=max_n, lowercase=lowercase,
                    source=str(path))
 
-    def _normalise(self, ngrams: Iterable[Sequence[str]]) -> tuple[set[tuple[str, ...]], int]:
+    def _normalise(self, ngrams: Iterable[Sequence[str]]) -> "_EntryTable":
         entries: set[tuple[str, ...]] = set()
         skipped = 0
         for ngram in ngrams:
@@ -99,21 +109,23 @@ class GreedySegmenter:
                 skipped += 1
                 continue
             entries.add(tuple(w.lower() for w in ngram) if self.lowercase else tuple(ngram))
-        return entries, skipped
-
-    def _build_trie(self, entries: set[tuple[str, ...]]) -> None:
         vocab = sorted({w for ngram in entries for w in ngram})
+        word_ids = {w: i for i, w in enumerate(vocab, start=1)}
+        ordered = sorted(entries)
+        matrix = np.zeros((len(ordered), self.max_n), dtype=np.int64)
+        for row, ngram in enumerate(ordered):
+            matrix[row, : len(ngram)] = [word_ids[w] for w in ngram]
+        return _EntryTable(vocab, matrix, skipped)
+
+    def _build_trie(self, table: "_EntryTable") -> None:
+        vocab, matrix = table.vocab, table.matrix
         self._word_ids = {w: i for i, w in enumerate(vocab, start=1)}  # 0 = never matches
         self._id_cache = _WordIdCache(self._word_ids, self.lowercase)
         self._vocab = vocab  # id - 1 -> word
         self._vocab_arrays: dict = {}  # arrow type -> the vocabulary as an array of that type
         self._base = np.int64(len(vocab) + 1)
-        ordered = sorted(entries)
-        n_entries = len(ordered)
-        matrix = np.zeros((n_entries, self.max_n), dtype=np.int64)
-        sizes = np.fromiter((len(e) for e in ordered), dtype=np.int64, count=n_entries)
-        for row, ngram in enumerate(ordered):
-            matrix[row, : len(ngram)] = [self._word_ids[w] for w in ngram]
+        n_entries = len(matrix)
+        sizes = (matrix > 0).sum(axis=1)
         # Level 1 is a dense table word_id -> node; level k >= 2 holds sorted keys parent*base + word_id.
         self._level1 = np.full(len(vocab) + 1, -1, dtype=np.int64)
         first_words, first_nodes = np.unique(matrix[:, 0], return_inverse=True) if n_entries else (
@@ -229,6 +241,46 @@ class GreedySegmenter:
 
 
 _ID_CACHE_LIMIT = 2_000_000
+
+
+@dataclass(frozen=True)
+class _EntryTable:
+    """A dictionary as arrays: the sorted vocabulary, one row of word ids (1-based, 0-padded) per distinct
+    n-gram, and ``skipped``, the entries outside 2..max_n words."""
+
+    vocab: list[str]
+    matrix: np.ndarray  # [entries, max_n] int64
+    skipped: int
+
+
+def _read_entry_table(path: str | Path, max_n: int, lowercase: bool) -> _EntryTable | None:
+    """The entry table of a well-formed dictionary file, or ``None`` for the line-by-line reader to judge."""
+    import pandas as pd
+
+    try:
+        lines = split_text_lines(read_text(path, what="n-gram file"))
+    except SpanftError:
+        return None
+    texts, tabs, counts = zip(*(line.partition("\t") for line in lines if line)) if any(lines) else ((), (), ())
+    if "" in tabs or not all(count.isascii() and count.isdigit() for count in counts):
+        return None
+    words = " ".join(texts).split(" ") if texts else []
+    if "" in words:
+        return None  # an empty n-gram, or a doubled, leading or trailing space
+    lengths = np.fromiter((text.count(" ") + 1 for text in texts), dtype=np.int64, count=len(texts))
+    keep = (lengths >= 2) & (lengths <= max_n)
+    kept_lengths = lengths[keep]
+    codes, surface = pd.factorize(np.array(words, dtype=object)[np.repeat(keep, lengths)])
+    forms = [w.lower() for w in surface] if lowercase else list(surface)
+    vocab = sorted(set(forms))
+    rank = {w: i for i, w in enumerate(vocab, start=1)}
+    ids = np.fromiter((rank[w] for w in forms), dtype=np.int64, count=len(forms))[codes]
+    rows = np.repeat(np.arange(len(kept_lengths)), kept_lengths)
+    starts = np.cumsum(kept_lengths) - kept_lengths
+    matrix = np.zeros((len(kept_lengths), max_n), dtype=np.int64)
+    matrix[rows, np.arange(len(ids)) - np.repeat(starts, kept_lengths)] = ids
+    matrix = matrix[~pd.DataFrame(matrix).duplicated().to_numpy()]  # distinct n-grams (the trie ignores order)
+    return _EntryTable(vocab, matrix, int((~keep).sum()))
 
 
 class _HashIndex:
