@@ -171,6 +171,7 @@ def serve(sock_path: Path, lock_path: Path) -> None:
         return
     import importlib
 
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))  # leave no socket or lock file behind
     for module in PRELOAD:
         try:
             importlib.import_module(module)
