@@ -48,9 +48,11 @@ def main() -> None:
     parser.add_argument("workspace", type=Path)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--outputs", default=None, help="the stage's output directory (default: found from dvc.lock)")
-    parser.add_argument("command", nargs=argparse.REMAINDER)
-    args = parser.parse_args()
-    command = [c for c in args.command if c != "--"]
+    argv = sys.argv[1:]
+    if "--" not in argv:
+        parser.error("give the stage command after --")
+    split = argv.index("--")
+    args, command = parser.parse_args(argv[:split]), argv[split + 1:]
     outputs = args.workspace / (args.outputs or stage_output(args.workspace, command))
     backup = Path(tempfile.mkdtemp()) / "outputs"
     shutil.copytree(outputs, backup)
