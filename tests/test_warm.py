@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -26,7 +27,17 @@ print("argv", sys.argv[1:], "cwd", os.getcwd(), "probe", os.environ.get("PROBE")
 print("warm" if os.environ.get("SPANFT_WARM_CHILD") else "cold", file=sys.stderr, flush=True)
 if sys.argv[1] == "sleep":
     open(sys.argv[2], "w").write(str(os.getpid()))
-    time.sleep(120)
+    time.sleep(float(sys.argv[3]) if len(sys.argv) > 3 else 120)
+    print("slept", flush=True)
+    sys.exit(0)
+if sys.argv[1] == "shutdown":  # what a fresh interpreter does at exit
+    import atexit, threading
+    atexit.register(lambda: print("atexit ran", flush=True))
+    threading.Thread(target=lambda: (time.sleep(0.3), print("thread ran", flush=True))).start()
+    sys.exit(0)
+if sys.argv[1] == "closeout":
+    sys.stdout.close()
+    sys.exit(0)
 sys.exit(int(sys.argv[1]))
 """
 
@@ -50,6 +61,8 @@ def run_probe(workspace, *args: str, **popen) -> subprocess.CompletedProcess:
 
 def wait_for_worker(workspace, timeout: float = 120) -> None:
     root, _ = workspace
+    if not list((root / "tmp").glob("spanft-warm-*/*.sock")):
+        run_probe(workspace, "0")  # starts one (when none is starting already)
     deadline = time.monotonic() + timeout
     while not list((root / "tmp").glob("spanft-warm-*/*.sock")):
         assert time.monotonic() < deadline, "no warm worker came up"
@@ -90,8 +103,7 @@ def test_the_job_ends_with_its_client(workspace, signum):
     assert child != client.pid  # the job runs in the worker's child
     client.send_signal(signum)
     client.wait(timeout=30)
-    if signum == signal.SIGTERM:  # forwarded: the job ends as the signal ends it, and says so in the status
-        assert client.returncode == 128 + signal.SIGTERM
+    assert client.returncode == -signum  # SIGTERM forwarded: the client ends as its job did, by the signal
     deadline = time.monotonic() + 10
     while _alive(child):
         assert time.monotonic() < deadline, "the job outlived its client"
@@ -119,3 +131,83 @@ def test_not_used_where_it_must_not_be(monkeypatch):
         with monkeypatch.context() as m:
             m.setenv(name, value)
             assert not warm.enabled()
+
+
+def _worker_pid(workspace) -> int:
+    root, _ = workspace
+    sock = next((root / "tmp").glob("spanft-warm-*/*.sock"))
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                cmdline = (proc / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if str(sock).encode() in cmdline:
+                return int(proc.name)
+    raise AssertionError("no worker process")
+
+
+def test_a_failed_exit_is_the_job_s_alone(workspace):
+    """A job whose stdout is gone at exit ends as a fresh interpreter does; the worker serves on."""
+    wait_for_worker(workspace)
+    root, env = workspace
+    sock = next((root / "tmp").glob("spanft-warm-*/*.sock"))
+    cold = subprocess.run([sys.executable, "probe.py", "closeout"], cwd=root, env={**env, "SPANFT_WARM": "0"},
+                          capture_output=True, text=True)
+    hot = run_probe(workspace, "closeout")
+    assert hot.returncode == cold.returncode and "warm" in hot.stderr and "job failed" not in hot.stderr
+    assert sock.exists()
+    assert run_probe(workspace, "0").stderr.strip() == "warm"
+
+
+def test_exit_runs_atexit_handlers_and_waits_for_threads(workspace):
+    wait_for_worker(workspace)
+    hot = run_probe(workspace, "shutdown")
+    assert hot.stderr.strip() == "warm"
+    assert sorted(hot.stdout.split("\n")[1:3]) == ["atexit ran", "thread ran"]
+
+
+def test_a_second_client_runs_cold_instead_of_queueing(workspace):
+    root, env = workspace
+    wait_for_worker(workspace)
+    first = subprocess.Popen([sys.executable, "probe.py", "sleep", str(root / "pid-q"), "3"], cwd=root, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while not (root / "pid-q").exists() or not (root / "pid-q").read_text():
+        time.sleep(0.1)
+    start = time.monotonic()
+    second = run_probe(workspace, "0")
+    assert second.stderr.strip() == "cold" and time.monotonic() - start < 2.5
+    assert first.wait(timeout=30) == 0 and "warm" in first.stderr.read()
+
+
+def test_a_killed_worker_takes_its_job_along(workspace):
+    root, env = workspace
+    wait_for_worker(workspace)
+    pid_file = root / "pid-w"
+    client = subprocess.Popen([sys.executable, "probe.py", "sleep", str(pid_file), "5"], cwd=root, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while not pid_file.exists() or not pid_file.read_text():
+        time.sleep(0.1)
+    os.kill(_worker_pid(workspace), signal.SIGKILL)
+    assert client.wait(timeout=30) == 1 and "warm worker stopped" in client.stderr.read()
+    child = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
+    while _alive(child):
+        assert time.monotonic() < deadline, "the job outlived its worker"
+        time.sleep(0.1)
+    assert "slept" not in client.stdout.read()
+
+
+def test_interpreter_flags_and_process_state_are_in_the_key():
+    """A worker's child inherits these from the worker, not from its client: each must pick another worker."""
+    env = {**os.environ, "PYTHONPATH": str(Path(warm.__file__).resolve().parents[1])}
+    code = shlex.quote("from spanft import warm; print(warm.worker_key())")
+
+    def key(setup: str = "", launcher: str = "", flags: str = "") -> str:
+        shell = f"{setup} exec {launcher} {shlex.quote(sys.executable)} {flags} -c {code}"
+        return subprocess.run(["bash", "-c", shell], env=env, capture_output=True, text=True, check=True).stdout
+
+    plain = key()
+    assert key() == plain
+    for other in (key(flags="-O"), key(flags="-W error"), key(setup="umask 077;"), key(launcher="nice -n 3")):
+        assert other != plain

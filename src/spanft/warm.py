@@ -19,6 +19,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import hashlib
+import importlib.util
 import json
 import os
 import select
@@ -38,6 +39,7 @@ _VOLATILE_ENV = {"DVC_STAGE", "PWD", "OLDPWD", "_", "SHLVL"}  # differ from stag
 _LAUNCHER_ENV = ("RANK", "LOCAL_RANK", "WORLD_SIZE")  # torchrun / accelerate launch: one process per device
 _CHILD_FLAG = "SPANFT_WARM_CHILD"
 _PACKAGE = Path(__file__).resolve().parent
+_LIBRARIES = ("torch", "transformers", "tokenizers", "datasets", "accelerate", "pandas", "pyarrow", "numpy")
 
 
 def enabled() -> bool:
@@ -48,11 +50,38 @@ def enabled() -> bool:
 
 
 def worker_key() -> str:
-    """What a worker's preloaded modules depend on; a different key means a different worker."""
+    """What a worker's child inherits from it rather than from its client; a different key, another worker.
+
+    The interpreter, its flags and path, the environment, the spanft sources and the installed libraries the
+    worker preloads (by their files' size and mtime), and the process state a fork passes on (CPU affinity,
+    priority, resource limits, umask, cgroup).
+    """
     env = {k: v for k, v in os.environ.items() if k not in _VOLATILE_ENV}
-    code = sorted((str(p), p.stat().st_size, p.stat().st_mtime_ns) for p in _PACKAGE.rglob("*.py"))
-    blob = json.dumps([sys.executable, sys.version, sys.path, env, code])
+    code = [_stat(p) for p in sorted(_PACKAGE.rglob("*.py"))]
+    libraries = [_stat(Path(spec.origin)) for name in _LIBRARIES
+                 if (spec := importlib.util.find_spec(name)) is not None and spec.origin]
+    blob = json.dumps([sys.executable, sys.version, sys.path, sys.flags, sys.warnoptions, sys._xoptions, env, code,
+                       libraries, _process_state()], default=repr)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _stat(path: Path) -> tuple[str, int, int]:
+    info = path.stat()
+    return str(path), info.st_size, info.st_mtime_ns
+
+
+def _process_state() -> list:
+    import resource
+
+    umask = os.umask(0o022)
+    os.umask(umask)
+    limits = [resource.getrlimit(getattr(resource, n)) for n in dir(resource) if n.startswith("RLIMIT_")]
+    try:
+        cgroup = Path("/proc/self/cgroup").read_text()
+    except OSError:
+        cgroup = ""
+    return [sorted(os.sched_getaffinity(0)), os.getpriority(os.PRIO_PROCESS, 0), limits, umask, cgroup,
+            os.getuid(), os.getgid(), os.getgroups()]
 
 
 def _worker_dir() -> Path | None:
@@ -139,9 +168,14 @@ def _wait_for_status(conn: socket.socket, child: int) -> int:
         for s, handler in previous.items():
             signal.signal(s, handler)
     if status is None:
+        _kill(child, signal.SIGKILL)  # never let the job outlive what its caller was told
         print("spanft: error: the warm worker stopped during the run (SPANFT_WARM=0 runs stages cold)",
               file=sys.stderr)
         return 1
+    if status < 0:  # the job was killed by signal -status: end the same way, as a fresh process would have
+        signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+        return 128 - status
     return status
 
 
@@ -181,6 +215,7 @@ def serve(sock_path: Path, lock_path: Path) -> None:
         sock_path.unlink()  # left by a worker that was killed
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(sock_path))
+    ours = {sock_path: sock_path.stat().st_ino, lock_path: os.fstat(lock.fileno()).st_ino}
     server.listen(8)
     server.settimeout(float(os.environ.get("SPANFT_WARM_IDLE", "60")))
     try:
@@ -196,10 +231,14 @@ def serve(sock_path: Path, lock_path: Path) -> None:
                     print(f"spanft warm worker: job failed to start: {exc!r}", file=sys.stderr, flush=True)
     finally:
         server.close()
-        log = sock_path.with_suffix(".log")
-        for leftover in (sock_path, lock_path) + ((log,) if log.is_file() and not log.stat().st_size else ()):
+        for path, inode in ours.items():  # a newer worker's files, under the same names, are not ours to remove
             with contextlib.suppress(FileNotFoundError):
-                leftover.unlink()
+                if path.stat().st_ino == inode:
+                    path.unlink()
+        log = sock_path.with_suffix(".log")
+        with contextlib.suppress(FileNotFoundError):
+            if not log.stat().st_size:
+                log.unlink()
 
 
 def _serve_job(conn: socket.socket, server: socket.socket, lock) -> None:
@@ -215,29 +254,37 @@ def _serve_job(conn: socket.socket, server: socket.socket, lock) -> None:
     request = json.loads(payload)
     pid = os.fork()
     if pid == 0:
-        for handle in (server, conn, lock):
-            handle.close()
-        os._exit(_child(request, fds))
+        status = 1
+        try:
+            for handle in (server, conn, lock):
+                handle.close()
+            status = _child(request, fds)
+        finally:
+            os._exit(status)  # whatever happened, the child never returns into the worker's loop
     for fd in fds:
         os.close(fd)
     conn.sendall(struct.pack("!i", pid))
-    conn.sendall(struct.pack("!i", _wait(pid, conn)))
+    conn.sendall(struct.pack("!i", _wait(pid, conn, server)))
 
 
-def _wait(pid: int, conn: socket.socket) -> int:
-    """The child's exit status; it is killed if the client goes away (its stage was interrupted)."""
+def _wait(pid: int, conn: socket.socket, server: socket.socket) -> int:
+    """The child's exit status (minus the signal that killed it). The child is killed if its client goes away;
+    a client that comes meanwhile is turned away at once (it runs cold) rather than queued behind this job."""
     while True:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done:
-            return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
-        readable, _, _ = select.select([conn], [], [], 0.2)
-        if readable and not conn.recv(1, socket.MSG_PEEK):
+            return os.waitstatus_to_exitcode(status)
+        readable, _, _ = select.select([conn, server], [], [], 0.2)
+        if server in readable:
+            server.accept()[0].close()
+        if conn in readable and not conn.recv(1, socket.MSG_PEEK):
             _kill(pid, signal.SIGKILL)
 
 
 def _child(request: dict, fds: list[int]) -> int:
     import runpy
 
+    _die_with_parent()
     for target, fd in enumerate(fds):
         os.dup2(fd, target)
         os.close(fd)
@@ -249,22 +296,54 @@ def _child(request: dict, fds: list[int]) -> int:
     os.environ.update(request["env"], **{_CHILD_FLAG: "1"})
     sys.path[:] = request["path"]
     sys.argv[:] = request["argv"]
+    script = os.path.abspath(sys.argv[0])  # __file__ as a fresh interpreter sets it
     try:
-        runpy.run_path(sys.argv[0], run_name="__main__")
+        runpy.run_path(script, run_name="__main__")
         status = 0
     except SystemExit as exc:
         status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         if not isinstance(exc.code, int | None):
             print(exc.code, file=sys.stderr)
-    except BaseException:  # as a fresh interpreter would: the traceback, status 1; never back to the worker loop
+    except KeyboardInterrupt:  # as the interpreter does: end by SIGINT, after the usual shutdown
+        status = -signal.SIGINT
+    except BaseException as exc:  # a traceback and status 1, as a fresh interpreter would
         import traceback
 
-        traceback.print_exc()
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != script:  # from the script's frame on
+            tb = tb.tb_next
+        traceback.print_exception(type(exc), exc, tb or exc.__traceback__)
         status = 1
-    finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
-    return status
+    return _shut_down(status)
+
+
+def _shut_down(status: int) -> int:
+    """What the interpreter does at exit: join non-daemon threads, run atexit handlers, flush stdio."""
+    import atexit
+    import threading
+
+    with contextlib.suppress(BaseException):
+        threading._shutdown()
+    atexit._run_exitfuncs()
+    for stream in (s for s in (sys.stdout, sys.stderr) if not s.closed):
+        try:
+            stream.flush()
+        except Exception:  # a reader that left (EPIPE): the interpreter's exit status for a failed flush
+            status = 120
+    if status < 0:
+        signal.signal(-status, signal.SIG_DFL)
+        os.kill(os.getpid(), -status)
+    return status & 0xFF
+
+
+def _die_with_parent() -> None:
+    """SIGKILL this process when the worker ends (PR_SET_PDEATHSIG): a job never outlives its worker."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() == 1:
+        os._exit(1)  # the worker ended before the call took effect
 
 
 if __name__ == "__main__":
