@@ -268,11 +268,12 @@ def test_metrics_record_the_local_inputs(real):
     project, files, model, _ = real
     data = files["data"]
     mrpc, rte = run_inputs(project, "mrpc"), run_inputs(project, "rte")
-    assert mrpc["data"]["id_or_path"] == str(data) and mrpc["data"]["source"] == "local"
-    assert mrpc["data"]["files"] == {"train": "MRPC/train.tsv", "validation": "MRPC/dev.tsv", "test": "MRPC/test.tsv"}
-    assert mrpc["data"]["digest"] == content_digest(data, list(mrpc["data"]["files"].values()))
+    mrpc_folder = data / "glue_data" / "MRPC"  # the task's folder: what its stage reads, and all it reads
+    assert mrpc["data"]["id_or_path"] == str(mrpc_folder) and mrpc["data"]["source"] == "local"
+    assert mrpc["data"]["files"] == {"train": "train.tsv", "validation": "dev.tsv", "test": "test.tsv"}
+    assert mrpc["data"]["digest"] == content_digest(mrpc_folder, list(mrpc["data"]["files"].values()))
     assert rte["data"]["absent_splits"] == ["test"]
-    assert rte["data"]["digest"] == content_digest(data, ["RTE/train.tsv", "RTE/dev.tsv"])
+    assert rte["data"]["digest"] == content_digest(data / "my_glue" / "RTE", ["train.tsv", "dev.tsv"])
     # a model directory's digest leaves out its own provenance record (make_backbone wrote one here)
     encoder_files = [str(p.relative_to(model)) for p in model.rglob("*") if p.is_file() and p.name != "provenance.json"]
     assert mrpc["backbone"] == {"source": "local", "id_or_path": str(model),

@@ -5,7 +5,8 @@
 - ``synthetic``: NLTK's PerceptronTagger trained on sentences of the synthetic language (the synthetic corpus's
   seed), for synthetic task data only: those tags describe that language and nothing else;
 - ``conll``: the same tagger trained on CoNLL-2003 train's Penn POS column (official files in CoNLL-2003's
-  folder, params ``data.dir`` joined with ``chunker.conll_dir``, or the hub's ``pos_tags``), for real task data: real English, offline, seconds to train;
+  folder, params ``data.dir`` joined with ``chunker.conll_dir``, or the hub's ``pos_tags``), for real task
+  data: real English, offline, seconds to train;
 - ``nltk``: NLTK's pretrained tagger, downloaded into the workspace by this stage.
 
 Held-out accuracy is stored in the tagger file's ``about`` block (Table 6's note reports it): on CoNLL-2003
