@@ -1,4 +1,5 @@
-"""Stage prepare_task: one task's splits as parquet (params ``data``; ``corpus.seed`` for the synthetic language).
+"""Stage prepare_task: one task's splits as parquet (params ``data``, ``tasks.<task>``: its folder under data.dir;
+``corpus.seed`` for the synthetic language).
 
     python pipeline/prepare_task.py cola data/tasks/cola
 """
@@ -8,6 +9,7 @@ import sys
 
 from spanft.data.prepare import prepare_task, synthetic_sizes
 from spanft.params.stage import run_stage
+from spanft.params.studies import task_folder
 
 
 def main() -> int:
@@ -21,7 +23,7 @@ def main() -> int:
         sizes = synthetic_sizes(synthetic["train_size"], synthetic["eval_size"], synthetic["test_size"],
                                 synthetic["seed"], language_seed=params["corpus"]["seed"])
         revision = (data.get("revisions") or {}).get(args.task)
-        prepare_task(args.task, args.out, data["source"], data["dir"], sizes, revision)
+        prepare_task(args.task, args.out, data["source"], task_folder(params, args.task), sizes, revision)
 
     return run_stage(prepare, quiet=True)
 

@@ -5,6 +5,7 @@
 
 import argparse
 import sys
+from pathlib import Path
 
 from spanft.data.tagger_data import make_tagger
 from spanft.params.stage import run_stage
@@ -17,7 +18,8 @@ def main() -> int:
 
     def tagger(params: dict) -> None:
         data, corpus = params["data"], params["corpus"]
-        make_tagger(args.out, params["chunker"]["source"], data["source"], data["dir"],
+        conll_dir = Path(data["dir"]) / params["chunker"]["conll_dir"]
+        make_tagger(args.out, params["chunker"]["source"], data["source"], conll_dir,
                     (data.get("revisions") or {}).get("conll2003"), corpus["seed"], corpus["tagged_sentences"],
                     download_dir="data/nltk_data")
 

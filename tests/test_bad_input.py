@@ -224,8 +224,8 @@ def custom_code_model(root: Path) -> None:
 # --------------------------------------------------------------------------------------------- commands
 
 
-def prepare(task: str, data_dir: str, out: str = OUT) -> list[str]:
-    return ["prepare-task", task, "--source", "local", "--data-dir", data_dir, "--out", out]
+def prepare(task: str, task_dir: str, out: str = OUT) -> list[str]:
+    return ["prepare-task", task, "--source", "local", "--task-dir", task_dir, "--out", out]
 
 
 def synthetic_cola(out: str) -> list[str]:
@@ -293,10 +293,10 @@ CASES = [
          synthetic_cola("results"), "output results exists and was not written by spanft"),
     Case("outputs", "out-other-command", "`--out` names another command's output", files(**{f"models__tiny__{MARKER}": '{"made_by": "backbone"}\n', "models__tiny__config.json": "{}\n"}),
          synthetic_cola("models/tiny"), "holds the output of `spanft backbone`, not of `spanft prepare-task`"),
-    Case("outputs", "out-is-data-dir", "`prepare-task --out` equal to `--data-dir`", glue_with(lambda glue: None),
-         prepare("cola", "glue", out="glue"), "output glue is also an input"),
-    Case("outputs", "out-inside-data-dir", "`--out` inside `--data-dir`", glue_with(lambda glue: None),
-         prepare("cola", "glue", out="glue/prepared"), "output glue/prepared lies inside the input glue"),
+    Case("outputs", "out-is-data-dir", "`prepare-task --out` equal to `--task-dir`", glue_with(lambda glue: None),
+         prepare("cola", "glue/CoLA", out="glue/CoLA"), "output glue/CoLA is also an input"),
+    Case("outputs", "out-inside-data-dir", "`--out` inside `--task-dir`", glue_with(lambda glue: None),
+         prepare("cola", "glue/CoLA", out="glue/CoLA/prepared"), "output glue/CoLA/prepared lies inside the input glue/CoLA"),
     Case("outputs", "out-contains-input", "`--out` holding the input", both(prepared_cola, files(**{"dict.tsv": "a b\t5\n"})),
          ["segment-task", "data/tasks/cola", "--method", "ngram", "--dict", "dict.tsv", "--out", "data"],
          "output data contains the input data/tasks/cola"),
@@ -369,19 +369,19 @@ CASES = [
          ["build-dict", "counts.tsv", "--size", "10", "--out", OUT], "counts.tsv: holds only 2 n-grams, fewer than the 10 asked for"),
     # -- inputs are what they claim to be
     Case("inputs", "headerless-sst2", "an SST-2 file without its header", sst2_train([tsv("good", 1), tsv("bad", 0)], header=False),
-         prepare("sst2", "glue"), "glue/SST-2/train.tsv:1: expected the official sst2 train header 'sentence\\tlabel'"),
+         prepare("sst2", "glue/SST-2"), "glue/SST-2/train.tsv:1: expected the official sst2 train header 'sentence\\tlabel'"),
     Case("inputs", "cola-as-sst2", "CoLA's file placed as SST-2's", glue_with(cola_as_sst2),
-         prepare("sst2", "glue"), "glue/SST-2/train.tsv:1: expected the official sst2 train header"),
+         prepare("sst2", "glue/SST-2"), "glue/SST-2/train.tsv:1: expected the official sst2 train header"),
     Case("inputs", "qnli-as-rte", "QNLI's file placed as RTE's", glue_with(qnli_as_rte),
-         prepare("rte", "glue"), "glue/RTE/train.tsv:1: expected the official rte train header"),
+         prepare("rte", "glue/RTE"), "glue/RTE/train.tsv:1: expected the official rte train header"),
     Case("inputs", "empty-split", "an empty split (SST-2 dev with only its header)", glue_with(lambda glue: write(glue / "SST-2/dev.tsv", ["sentence\tlabel"])),
-         prepare("sst2", "glue"), "glue/SST-2/dev.tsv: no sst2 validation examples (an empty split)"),
+         prepare("sst2", "glue/SST-2"), "glue/SST-2/dev.tsv: no sst2 validation examples (an empty split)"),
     Case("inputs", "tsv-columns", "GLUE TSV line with a missing column (CoLA)", cola_train([tsv("zq", 1, "", "Fine ."), tsv("zq", 1, "Short .")]),
-         prepare("cola", "glue"), "glue/CoLA/train.tsv:2: expected 4 tab-separated fields, found 3"),
+         prepare("cola", "glue/CoLA"), "glue/CoLA/train.tsv:2: expected 4 tab-separated fields, found 3"),
     Case("inputs", "label-set", "label outside the task's label set (SST-2 label 2)", sst2_train([tsv("good", 1), tsv("odd", 2)]),
-         prepare("sst2", "glue"), "glue/SST-2/train.tsv:3: label '2' is not one of"),
+         prepare("sst2", "glue/SST-2"), "glue/SST-2/train.tsv:3: label '2' is not one of"),
     Case("inputs", "non-utf8-task", "non-UTF-8 bytes in a task file", glue_with(non_utf8_sst2),
-         prepare("sst2", "glue"), "glue/SST-2/train.tsv:3: not valid UTF-8"),
+         prepare("sst2", "glue/SST-2"), "glue/SST-2/train.tsv:3: not valid UTF-8"),
     Case("inputs", "snli-null", "SNLI line with a null sentence", snli_files([SNLI_OK, '{"gold_label": "neutral", "sentence1": null, "sentence2": "C d ."}']),
          prepare("snli", "snli"), "snli/snli_1.0_train.jsonl:2: field 'sentence1' must be a string, found null"),
     Case("inputs", "snli-missing", "SNLI line without sentence2", snli_files([SNLI_OK, '{"gold_label": "neutral", "sentence1": "A b ."}']),
@@ -395,9 +395,9 @@ CASES = [
     Case("inputs", "non-utf8-corpus", "non-UTF-8 bytes in the corpus", files(**{"corpus.txt": b"ok line\n\xff\n"}),
          ["count-ngrams", "corpus.txt", "--out", OUT], "corpus.txt:2: not valid UTF-8"),
     Case("inputs", "missing-file", "missing local file (no CoLA/dev.tsv)", glue_with(lambda glue: (glue / "CoLA/dev.tsv").unlink()),
-         prepare("cola", "glue"), "CoLA/dev.tsv: cola"),
-    Case("inputs", "missing-dir", "missing local data directory", nothing, prepare("cola", "no/such/dir"),
-         "no/such/dir: data directory not found"),
+         prepare("cola", "glue/CoLA"), "CoLA/dev.tsv: cola"),
+    Case("inputs", "missing-dir", "missing task folder", nothing, prepare("cola", "no/such/CoLA"),
+         "no/such/CoLA: cola folder not found"),
     Case("inputs", "unknown-variant", "unknown variant", prepared_cola, finetune("--variant", "sff"), "unknown variant 'sff'"),
     Case("inputs", "unknown-task", "unknown task", nothing, ["describe", "squad"], "unknown task 'squad'"),
     Case("inputs", "unknown-profile", "unknown profile", nothing, ["profile", "gpu", "--root", str(ROOT)],
@@ -414,8 +414,8 @@ CASES = [
          "nope.txt: corpus file not found"),
     Case("system errors", "dir-not-file", "a directory where a file is expected", files(**{"corpus__part1.txt": "a b\n"}),
          ["count-ngrams", "corpus", "--out", OUT], "corpus: corpus file expected, found a directory"),
-    Case("system errors", "data-dir-is-file", "a file where the data directory is expected", files(**{"notes.txt": "x\n"}),
-         prepare("cola", "notes.txt"), "notes.txt: expected the data directory (--data-dir / params data.dir), found a file"),
+    Case("system errors", "data-dir-is-file", "a file where the task folder is expected", files(**{"notes.txt": "x\n"}),
+         prepare("cola", "notes.txt"), "notes.txt: expected the cola folder (params data.dir / tasks.cola), found a file"),
     Case("system errors", "permission", "an input the user may not read", files(**{"secret.txt": "a b c\n"}),
          ["count-ngrams", "secret.txt", "--out", OUT], "secret.txt: Permission denied", without_root_overrides=True),
     Case("system errors", "disk-full", "a full disk", files(**{"in.txt": "the cat sat\n" * 2000, "d.tsv": "the cat\t5\n"}),
@@ -435,8 +435,8 @@ CASES = [
          ["segment", "--dict", "d.tsv"], "4 input lines, 4 output lines", status=0, check=lines_kept,
          stdin="the cat sat\npage\x0cbreak tab\x0bbed\r\nline\u2028separator\nlast\n".encode(), note="< odd.txt"),
     # -- any path works
-    Case("paths", "odd-data-dir", "data directory and output with spaces and non-ASCII", lambda root: write_glue(root / "my data/glüe"),
-         prepare("sst2", "my data/glüe", out="out dir/sst2 ü"), "holds train, validation, test", status=0,
+    Case("paths", "odd-data-dir", "task folder and output with spaces and non-ASCII", lambda root: write_glue(root / "my data/glüe"),
+         prepare("sst2", "my data/glüe/SST-2", out="out dir/sst2 ü"), "holds train, validation, test", status=0,
          check=parquet_written("out dir/sst2 ü")),
     Case("paths", "odd-corpus-path", "corpus.local_path with spaces and non-ASCII", files(**{"wiki tëxt__wiki.train.tokens": " = Zorbs = \n\n Zorb fell from the tree . \n"}),
          ["corpus", "--source", "local", "--local-path", "wiki tëxt/wiki.train.tokens", "--out", "corpus ö.txt"], "holds the 1 paragraph",

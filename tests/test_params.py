@@ -62,7 +62,7 @@ def test_paper_profile_follows_the_authors_lengths():
 
 def test_paper_profile_real_data_choices():
     tree = load_params(ROOT / "profiles" / "paper.yaml")
-    assert tree["chunker"] == {"tagger": "data/tagger.json", "source": "conll"}
+    assert tree["chunker"] == {"tagger": "data/tagger.json", "source": "conll", "conll_dir": "conll2003"}
     spanbert = tree["backbones"]["hub"]["spanbert-large"]
     assert (spanbert["tokenizer_id"], spanbert["lowercase"]) == ("bert-large-cased", False)
 
@@ -123,8 +123,33 @@ def test_study_naming_an_undefined_backbone(tree):
 
 
 def test_unknown_task(tree):
-    tree["tasks"] = tree["tasks"] + ["squad"]
+    tree["tasks"] = {**tree["tasks"], "squad": "squad"}
     assert "unknown task 'squad'" in _error(tree)
+
+
+def test_tasks_map_each_task_to_its_folder(tree):
+    assert tree["tasks"]["cola"] == "glue_data/CoLA" and tree["tasks"]["mnli"] == "glue_data/MNLI"
+    tree["tasks"] = list(tree["tasks"])
+    assert _error(tree).startswith("params.yaml: tasks must be a mapping (task: its folder under data.dir")
+
+
+@pytest.mark.parametrize("folder, problem", [("../glue/CoLA", "must be a relative path inside data.dir, without '..'"),
+                                             ("/data/CoLA", "must be a relative path inside data.dir, without '..'"),
+                                             ("", "is empty: name the folder under data.dir")])
+def test_a_task_folder_stays_inside_data_dir(tree, folder, problem):
+    tree["tasks"]["cola"] = folder
+    assert _error(tree) == f"params.yaml: tasks.cola: {folder!r} {problem}"
+    tree["tasks"]["cola"] = "glue_data/CoLA"
+    tree["chunker"]["conll_dir"] = folder
+    assert _error(tree) == f"params.yaml: chunker.conll_dir: {folder!r} {problem}"
+
+
+def test_the_tagger_reads_the_ner_tasks_conll_folder(tree):
+    tree["data"]["source"], tree["chunker"]["source"], tree["corpus"]["source"] = "local", "conll", "local"
+    tree["chunker"]["conll_dir"] = "conll"
+    assert "chunker.conll_dir 'conll' differs from tasks.conll2003 'conll2003'" in _error(tree)
+    tree["tasks"]["conll2003"] = "conll"
+    check_params(tree, "params.yaml")
 
 
 def test_missing_key(tree):
@@ -157,7 +182,7 @@ def test_revisions_name_tasks_and_tokenizer_id_is_for_hub_backbones(tree):
 
 def test_a_study_without_backbones_needs_no_tasks(tree):
     tree["studies"]["ner"]["backbones"] = []
-    tree["tasks"] = [t for t in tree["tasks"] if t != "conll2003"]
+    tree["tasks"] = {t: folder for t, folder in tree["tasks"].items() if t != "conll2003"}
     check_params(tree, "params.yaml")
     tree["studies"]["ner"]["backbones"] = ["tiny"]
     assert "studies.ner.tasks: 'conll2003' is not in tasks" in _error(tree)
@@ -323,7 +348,7 @@ def test_paths_may_hold_spaces_and_any_letter_but_no_control_character():
     ("corpus.hf_config", "a b", "corpus.hf_config: 'a b' is not a dataset config name"),
     ("chunker.tagger", "data/tag\nger.json", "chunker.tagger: 'data/tag\\nger.json' holds the control character"),
     ("dict_sizes", [20000, 20000], "dict_sizes: 20000 is listed twice"),
-    ("tasks", ["cola", 3], "tasks: 3 is not a string"),
+    ("tasks", {"cola": 3}, "tasks.cola must be a string, found 3"),
 ])
 def test_ranges_relations_ids_and_paths(tree, dotted, value, message):
     *parents, last = dotted.split(".")

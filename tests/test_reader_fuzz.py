@@ -26,7 +26,7 @@ from spanft.params.load import load_params
 from spanft.params.schema import check_params, check_params_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from test_local_layouts import write_glue  # noqa: E402
+from test_local_layouts import folder, write_glue  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -80,10 +80,8 @@ def test_glue_tsv_reader(glue, task, data):
     spec = get_task(task)
     split = spec.splits[data.draw(st.sampled_from(list(spec.splits)))]
     with tempfile.TemporaryDirectory() as tmp:
-        for name in spec.splits.values():
-            folder = Path(name.local_paths[0]).parent
-            shutil.copytree(glue / folder, Path(tmp) / folder, dirs_exist_ok=True)
-        target = Path(tmp) / split.local_paths[0]
+        shutil.copytree(folder(glue, task), tmp, dirs_exist_ok=True)
+        target = Path(tmp) / split.local_names[0]
         lines = target.read_text(encoding="utf-8").split("\n")[:-1]
         how = data.draw(st.sampled_from(["bytes", "rows", "mutate", "mutate"]))
         if how == "bytes":

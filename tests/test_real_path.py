@@ -16,7 +16,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-import yaml
 from test_graph import (
     TINY_HPARAMS,
     _downstream,
@@ -145,10 +144,10 @@ def write_official_files(outside: Path) -> dict[str, Path]:
     rng = random.Random(13)
     data = outside / "data"
     write_cola(data / "glue_data" / "CoLA", rng)
-    write_mrpc(data / "MRPC", rng)
-    write_rte(data / "RTE", rng)
+    write_mrpc(data / "glue_data" / "MRPC", rng)
+    write_rte(data / "my_glue" / "RTE", rng)  # a folder of the user's own (params tasks.rte)
     write_snli(data / "snli_1.0", rng)
-    write_conll(data / "eng.train", rng, 60, iob1=True)
+    write_conll(data / "conll2003" / "eng.train", rng, 60, iob1=True)
     write_conll(data / "conll2003" / "valid.txt", rng, 20, iob1=False)
     write_conll(data / "conll2003" / "test.txt", rng, 20, iob1=False)
     wiki = outside / "wikitext" / "wiki.train.tokens"
@@ -172,7 +171,8 @@ GLUE_TASKS = ["cola", "mrpc", "rte"]
 def real_params(data: Path, wiki: Path, model: Path) -> dict:
     params = reduced_params()
     params["profile"] = "small"
-    params["tasks"] = [*GLUE_TASKS, "snli", "conll2003"]
+    params["tasks"] = {"cola": "glue_data/CoLA", "mrpc": "glue_data/MRPC", "rte": "my_glue/RTE", "snli": "snli_1.0",
+                       "conll2003": "conll2003"}
     params["data"].update(source="local", dir=str(data))
     params["corpus"].update(source="local", local_path=str(wiki))
     params["chunker"]["source"] = "conll"
@@ -236,7 +236,7 @@ def test_every_generated_row_is_read(real):
     assert prepared("mrpc", "train") == 40 and prepared("rte", "train") == 40
     assert prepared("snli", "train") == 40 and prepared("conll2003", "train") == 60
     assert not (project / "data" / "tasks" / "rte" / "test.parquet").exists()
-    quoted = (data / "RTE" / "train.tsv").read_text(encoding="utf-8").count('\t"')
+    quoted = (data / "my_glue" / "RTE" / "train.tsv").read_text(encoding="utf-8").count('\t"')
     assert quoted > 0
 
 
@@ -268,11 +268,12 @@ def test_metrics_record_the_local_inputs(real):
     project, files, model, _ = real
     data = files["data"]
     mrpc, rte = run_inputs(project, "mrpc"), run_inputs(project, "rte")
-    assert mrpc["data"]["id_or_path"] == str(data) and mrpc["data"]["source"] == "local"
-    assert mrpc["data"]["files"] == {"train": "MRPC/train.tsv", "validation": "MRPC/dev.tsv", "test": "MRPC/test.tsv"}
-    assert mrpc["data"]["digest"] == content_digest(data, list(mrpc["data"]["files"].values()))
+    mrpc_folder = data / "glue_data" / "MRPC"  # the task's folder: what its stage reads, and all it reads
+    assert mrpc["data"]["id_or_path"] == str(mrpc_folder) and mrpc["data"]["source"] == "local"
+    assert mrpc["data"]["files"] == {"train": "train.tsv", "validation": "dev.tsv", "test": "test.tsv"}
+    assert mrpc["data"]["digest"] == content_digest(mrpc_folder, list(mrpc["data"]["files"].values()))
     assert rte["data"]["absent_splits"] == ["test"]
-    assert rte["data"]["digest"] == content_digest(data, ["RTE/train.tsv", "RTE/dev.tsv"])
+    assert rte["data"]["digest"] == content_digest(data / "my_glue" / "RTE", ["train.tsv", "dev.tsv"])
     # a model directory's digest leaves out its own provenance record (make_backbone wrote one here)
     encoder_files = [str(p.relative_to(model)) for p in model.rglob("*") if p.is_file() and p.name != "provenance.json"]
     assert mrpc["backbone"] == {"source": "local", "id_or_path": str(model),
@@ -332,9 +333,9 @@ def test_iob1_and_iob2_files_give_the_same_entities_and_an_entity_f1(real):
     project, files, _, _ = real
     tasks = project / "data" / "tasks" / "conll2003"
     data = files["data"]
-    for raw, split in ((data / "eng.train", "train"), (data / "conll2003" / "valid.txt", "validation")):
+    for raw, split in ((data / "conll2003" / "eng.train", "train"), (data / "conll2003" / "valid.txt", "validation")):
         assert prepared_entities(tasks / f"{split}.parquet") == raw_entities(raw), split
-    assert "I-PER B-PER" in " ".join(line.split()[-1] for line in (data / "eng.train").read_text().splitlines()
+    assert "I-PER B-PER" in " ".join(line.split()[-1] for line in (data / "conll2003" / "eng.train").read_text().splitlines()
                                      if line.strip())
     for variant in ("baseline", "sf"):
         path = project / "data" / "runs" / "ner" / "mine" / "conll2003" / variant / "seed1" / "metrics.json"
@@ -348,16 +349,14 @@ def _stale(project: Path) -> set[str]:
 
 
 def test_editing_one_local_file_reruns_its_readers_and_what_follows(real):
-    """Every prepare stage and the tagger depend on all of ``data.dir`` (a task's files have several official
-    places, so no fixed per-task path exists): editing MRPC's dev file makes them all stale, but only MRPC's
-    prepared data changes, so only MRPC's segmentation, runs and the reports follow."""
+    """Each prepare stage depends on its task's folder only: editing MRPC's dev file makes exactly
+    prepare_task@mrpc stale, and ``dvc repro`` re-runs it and what follows (MRPC's segmentation, runs, reports)."""
     project, files, _, _ = real
     assert _stale(project) == set()
     before = {task: run_inputs(project, task)["data"]["digest"] for task in ("cola", "mrpc")}
-    dev = files["data"] / "MRPC" / "dev.tsv"
+    dev = files["data"] / "glue_data" / "MRPC" / "dev.tsv"
     dev.write_text(dev.read_text(encoding="utf-8") + "1\t900\t901\tA frim sang .\tThe frim sang .\n", encoding="utf-8")
-    tasks = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))["tasks"]
-    readers = {"tagger", *(f"prepare_task@{task}" for task in tasks)}
+    readers = {"prepare_task@mrpc"}
     assert _stale(project) == readers
     again = ran_stages(dvc(project, "repro").stdout)
     assert again <= readers | _downstream(project, {"prepare_task@mrpc"}), sorted(again)

@@ -171,14 +171,16 @@ def test_paths_outside_the_workspace_are_deps(tmp_path):
     outside = tmp_path / "outside"
     params = profile("embedded")
     params["corpus"].update(source="local", local_path=str(outside / "wikitext" / "wiki.train.tokens"))
-    params["data"].update(source="local", dir=str(outside / "glue"))
+    params["data"].update(source="local", dir=str(outside / "data"))
     params["backbones"]["local"] = {"mine": {"path": str(outside / "model")}}
     stages = resolved_stages(make_project(tmp_path / "project", params))
     assert str(outside / "wikitext" / "wiki.train.tokens") in stages["corpus"]["deps"]
-    assert all(str(outside / "glue") in stages[f"prepare_task@{task}"]["deps"] for task in params["tasks"])
+    outside_deps = {name: [dep for dep in stage["deps"] if dep.startswith(str(outside))] for name, stage in stages.items()}
+    for task, folder in params["tasks"].items():  # each task its own folder, nothing else outside
+        assert outside_deps[f"prepare_task@{task}"] == [str(outside / "data" / folder)], task
     assert str(outside / "model") in stages["copy_backbone@mine"]["deps"]
-    readers = {name for name, stage in stages.items() if any(dep.startswith(str(outside)) for dep in stage["deps"])}
-    assert str(outside / "glue") in stages["tagger"]["deps"]  # CoNLL-2003's POS column, for chunker.source conll
+    assert outside_deps["tagger"] == [str(outside / "data" / "conll2003")]  # CoNLL-2003's POS, chunker.source conll
+    readers = {name for name, deps in outside_deps.items() if deps}
     assert readers == {"corpus", "tagger", "copy_backbone@mine", *(f"prepare_task@{task}" for task in params["tasks"])}
 
 

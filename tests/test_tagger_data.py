@@ -60,7 +60,7 @@ def conll_dir(tmp_path) -> Path:
     write_conll(root / "conll2003" / "train.txt", 120, seed=1)
     write_conll(root / "conll2003" / "valid.txt", 20, seed=2)
     write_conll(root / "conll2003" / "test.txt", 30, seed=3)
-    return root
+    return root / "conll2003"  # CoNLL-2003's folder (params data.dir / chunker.conll_dir)
 
 
 def test_penn_tag_spells_brackets_the_penn_way():
@@ -82,7 +82,7 @@ def test_local_file_without_pos_column_is_a_one_line_error(tmp_path):
 
 
 def test_absent_test_split_gives_none(conll_dir):
-    (conll_dir / "conll2003" / "test.txt").unlink()
+    (conll_dir / "test.txt").unlink()
     assert conll_pos_sentences(CONLL, "test", "local", conll_dir) is None
 
 
@@ -125,7 +125,7 @@ def test_conll_tagger_records_its_held_out_accuracy(conll_dir, tmp_path):
 
 
 def test_conll_tagger_without_test_split_reports_dev_only(conll_dir, tmp_path):
-    (conll_dir / "conll2003" / "test.txt").unlink()
+    (conll_dir / "test.txt").unlink()
     about = make_tagger(tmp_path / "tagger.json", "conll", "local", conll_dir)
     assert set(about["accuracy"]) == {"validation"}
 

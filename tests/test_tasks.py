@@ -60,7 +60,7 @@ def test_splits():
     mnli = get_task("mnli")
     assert mnli.eval_splits == ["validation_matched", "validation_mismatched"]
     assert mnli.test_splits == ["test_matched", "test_mismatched", "ax"]
-    assert mnli.splits["ax"].hub_config == "ax" and mnli.splits["ax"].local_paths[0] == "diagnostic/diagnostic.tsv"
+    assert mnli.splits["ax"].hub_config == "ax" and mnli.splits["ax"].local_names == ("diagnostic.tsv",)
     assert get_task("snli").eval_splits == ["validation", "test"] and get_task("snli").test_splits == []
     assert get_task("cola").eval_splits == ["validation"] and get_task("cola").test_splits == ["test"]
     assert get_task("conll2003").selection_split == "validation"
@@ -222,8 +222,9 @@ def test_mnli_matched_and_mismatched_are_told_apart(monkeypatch):
     assert columns == {"MNLI-m (Acc)": "validation_matched", "MNLI-mm (Acc)": "validation_mismatched"}
     stems = submission_splits()
     assert stems["MNLI-m"][1].name == "test_matched" and stems["MNLI-mm"][1].name == "test_mismatched"
-    assert (mnli.splits["test_matched"].local_paths[0], mnli.splits["test_mismatched"].local_paths[0]) == \
-        ("MNLI/test_matched.tsv", "MNLI/test_mismatched.tsv")
+    assert (mnli.splits["test_matched"].local_names, mnli.splits["test_mismatched"].local_names) == \
+        (("test_matched.tsv",), ("test_mismatched.tsv",))
+    assert mnli.folder == "glue_data/MNLI"
 
 
 def test_hub_empty_sentences_are_dropped_and_counted(monkeypatch, caplog):

@@ -35,12 +35,25 @@ def corpus(args: argparse.Namespace) -> int:
 def _task_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("task", metavar="TASK", help="a registry task: cola sst2 mrpc stsb qqp mnli qnli rte wnli snli conll2003")
     p.add_argument("--source", choices=["synthetic", "hf", "local"], default="synthetic")
-    p.add_argument("--data-dir", default=None, help="local: the directory holding the official files")
+    p.add_argument("--data-dir", default=None,
+                   help="local: the data directory, its tasks in the official layout (glue_data/CoLA, snli_1.0, ...)")
+    p.add_argument("--task-dir", default=None, help="local: the task's own folder of official files (instead)")
     p.add_argument("--seed", type=int, default=0, help="synthetic: sampling seed")
     p.add_argument("--language-seed", type=int, default=0, help="synthetic: SyntheticLanguage seed (= corpus seed)")
     p.add_argument("--train-size", type=int, default=2000, help="synthetic: training examples")
     p.add_argument("--eval-size", type=int, default=500, help="synthetic: examples per eval split")
     p.add_argument("--test-size", type=int, default=500, help="synthetic: examples per test split")
+
+
+def _folder(args: argparse.Namespace):
+    """The task's folder of official files: --task-dir, else its official folder under --data-dir."""
+    from pathlib import Path
+
+    from spanft.data.registry import OFFICIAL_FOLDERS
+
+    if args.task_dir or not args.data_dir:
+        return args.task_dir
+    return Path(args.data_dir) / OFFICIAL_FOLDERS.get(args.task, "")
 
 
 def _sizes(args: argparse.Namespace):
@@ -60,7 +73,7 @@ def describe(args: argparse.Namespace) -> int:
     from spanft.data.registry import get_task
 
     task = get_task(args.task)
-    print(json.dumps(describe(task, iter_task(task, args.source, args.data_dir, _sizes(args)))))
+    print(json.dumps(describe(task, iter_task(task, args.source, _folder(args), _sizes(args)))))
     return 0
 
 
@@ -75,5 +88,5 @@ def add_prepare_task(sub: argparse._SubParsersAction) -> None:
 def prepare_task(args: argparse.Namespace) -> int:
     from spanft.data.prepare import prepare_task
 
-    prepare_task(args.task, args.out, args.source, args.data_dir, _sizes(args), args.revision)
+    prepare_task(args.task, args.out, args.source, _folder(args), _sizes(args), args.revision)
     return 0

@@ -40,17 +40,18 @@ SOURCES = ("synthetic", "hf", "local")
 def iter_task(
     task: TaskSpec | str,
     source: str = "synthetic",
-    data_dir: str | Path | None = None,
+    folder: str | Path | None = None,
     sizes: SyntheticSizes | None = None,
     revision: str | None = None,
 ) -> Iterator[tuple[str, SplitColumns]]:
     """``(split, examples)`` of a task from ``source`` (``synthetic``, ``hf`` or ``local``), split by split.
 
+    ``folder``: local only, the task's folder of official files (``data.dir`` joined with ``tasks.<task>``).
     ``revision``: hub only, a branch, tag or commit of the task's dataset repository (None: the registry's).
     """
     task = get_task(task) if isinstance(task, str) else task
     if source == "local":
-        return iter_local(task, _require_data_dir(data_dir))
+        return iter_local(task, _require_folder(task, folder))
     if source == "hf":
         return iter_hub(task, revision)
     if source == "synthetic":
@@ -60,20 +61,21 @@ def iter_task(
     raise SpanftError(f"unknown source {source!r}; valid sources: {', '.join(SOURCES)}")
 
 
-def _require_data_dir(data_dir: str | Path | None) -> Path:
-    if data_dir is None or not str(data_dir):
-        raise SpanftError("source local needs --data-dir (params data.dir): the directory of the official files")
-    return Path(data_dir)
+def _require_folder(task: TaskSpec, folder: str | Path | None) -> Path:
+    if folder is None or not str(folder):
+        raise SpanftError(f"source local needs {task.name}'s folder of official files (--data-dir / --task-dir; "
+                          f"params data.dir and tasks.{task.name})")
+    return Path(folder)
 
 
 def load_task(
     task: TaskSpec | str,
     source: str = "synthetic",
-    data_dir: str | Path | None = None,
+    folder: str | Path | None = None,
     sizes: SyntheticSizes | None = None,
 ) -> dict[str, SplitColumns]:
     """Every split of a task from ``source``, in memory (see :func:`iter_task`)."""
-    return dict(iter_task(task, source, data_dir, sizes))
+    return dict(iter_task(task, source, folder, sizes))
 
 
 def write_prepared(
@@ -86,7 +88,7 @@ def write_prepared(
 ) -> None:
     """Write ``<out_dir>/<split>.parquet`` for every split; the directory appears whole or not at all.
 
-    ``inputs`` (the local data directory) may not hold, be or lie inside the output.
+    ``inputs`` (the task's local folder) may not hold, be or lie inside the output.
 
     Given an iterator (:func:`iter_task`), only one split is held in memory at a time. ``provenance`` (a
     record of :mod:`spanft.data.provenance`) is written to ``provenance.json`` with the splits present and,
@@ -115,22 +117,24 @@ def prepare_task(
     task: TaskSpec | str,
     out_dir: str | Path,
     source: str = "synthetic",
-    data_dir: str | Path | None = None,
+    folder: str | Path | None = None,
     sizes: SyntheticSizes | None = None,
     revision: str | None = None,
 ) -> dict:
     """The prepare stage: every split of ``task`` to ``<out_dir>/<split>.parquet`` plus ``provenance.json``.
 
+    ``folder``: local only, the task's folder of official files (nothing outside it is read).
+
     Returns the provenance record (its ``splits`` list what was written).
     """
     task = get_task(task) if isinstance(task, str) else task
     if source == "local":
-        given = _require_data_dir(data_dir)  # named as the user wrote it in messages
-        data_dir = given.resolve()
-        paths = local_files(task, data_dir)
-        record = local_record("local", data_dir, paths_digest(paths.values(), data_dir),
-                              files={name: str(path.relative_to(data_dir)) for name, path in paths.items()})
-        write_prepared(iter_local(task, data_dir, paths), out_dir, record, task, inputs=[given])
+        given = _require_folder(task, folder)  # named as the user wrote it in messages
+        folder = given.resolve()
+        paths = local_files(task, folder)
+        record = local_record("local", folder, paths_digest(paths.values(), folder),
+                              files={name: str(path.relative_to(folder)) for name, path in paths.items()})
+        write_prepared(iter_local(task, folder, paths), out_dir, record, task, inputs=[given])
     elif source == "hf":
         writes = list(iter_hub(task, revision))  # read first: the hub cache then knows the commit even offline
         config = task.hub_config
@@ -140,7 +144,7 @@ def prepare_task(
         sizes = sizes or SyntheticSizes()
         record = {"source": source, "id_or_path": f"synthetic {task.name} (language seed {sizes.language_seed}, "
                                                   f"sample seed {sizes.seed})"}
-        write_prepared(iter_task(task, source, data_dir, sizes), out_dir, record, task)
+        write_prepared(iter_task(task, source, folder, sizes), out_dir, record, task)
     return read_provenance(out_dir) or {}
 
 

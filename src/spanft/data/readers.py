@@ -38,10 +38,10 @@ log = logging.getLogger("spanft")
 _WORDS = WordTokenizer(lowercase=False)
 
 
-def _find_local(task: TaskSpec, split: SplitSpec, data_dir: Path) -> Path | None:
-    for candidate in split.local_paths:
-        if (data_dir / candidate).is_file():
-            return data_dir / candidate
+def _find_local(split: SplitSpec, folder: Path) -> Path | None:
+    for name in split.local_names:
+        if (folder / name).is_file():
+            return folder / name
     return None
 
 
@@ -264,40 +264,47 @@ def to_iob2(tags: Sequence[str]) -> list[str]:
 _LOCAL_READERS = {"glue_tsv": _read_glue_tsv, "snli_jsonl": _read_snli_jsonl, "conll": _read_conll}
 
 
-def local_files(task: TaskSpec, data_dir: str | Path) -> dict[str, Path]:
-    """The official file of every split found under ``data_dir``; a missing train/dev file is an error.
+def local_files(task: TaskSpec, folder: str | Path) -> dict[str, Path]:
+    """The official file of every split inside the task's ``folder``; a missing train/dev file is an error.
 
+    Only the folder is read (params ``tasks.<task>`` under ``data.dir``: the prepare stage's data dependency).
     A missing test file skips that split with a warning (no test predictions, no submission file for it).
     """
-    data_dir = Path(data_dir)
-    if data_dir.exists() and not data_dir.is_dir():
-        raise SpanftError(f"{data_dir}: expected the data directory (--data-dir / params data.dir), found a file")
-    if not data_dir.is_dir():
-        raise SpanftError(f"{data_dir}: data directory not found (--data-dir / params data.dir)")
+    folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise SpanftError(f"{folder}: expected the {task.name} folder (params data.dir / tasks.{task.name}), found a file")
+    if not folder.is_dir():
+        raise SpanftError(f"{folder}: {task.name} folder not found (params data.dir / tasks.{task.name})")
     paths = {}
     for name in task.all_splits:
         split = task.splits[name]
-        path = _find_local(task, split, data_dir)
+        path = _find_local(split, folder)
         if path is None:
-            looked = ", ".join(str(data_dir / p) for p in split.local_paths)
-            if split.optional:
-                log.warning("%s %s: no file (looked for %s); the split is skipped: no test predictions%s", task.name,
-                            name, looked, f", no {split.submission_stem}.tsv submission file" if split.submission_stem else "")
-                continue
-            raise SpanftError(f"{data_dir / split.local_paths[0]}: {task.name} {name} file not found (looked for {looked})")
+            _missing_file(task, split, folder)
+            continue
         paths[name] = path
     return paths
 
 
+def _missing_file(task: TaskSpec, split: SplitSpec, folder: Path) -> None:
+    """A missing test file: a warning (the split is skipped); a missing train or dev file: the error."""
+    looked = " or ".join(str(folder / name) for name in split.local_names)
+    if not split.optional:
+        raise SpanftError(f"{looked}: {task.name} {split.name} file not found")
+    hint = " (the download's diagnostic/diagnostic.tsv, copied into the MNLI folder)" if split.hub_config == "ax" else ""
+    log.warning("%s %s: no file %s%s; the split is skipped: no test predictions%s", task.name, split.name, looked,
+                hint, f", no {split.submission_stem}.tsv submission file" if split.submission_stem else "")
+
+
 def iter_local(
-    task: TaskSpec, data_dir: str | Path, paths: dict[str, Path] | None = None
+    task: TaskSpec, folder: str | Path, paths: dict[str, Path] | None = None
 ) -> Iterator[tuple[str, SplitColumns]]:
-    """``(split, examples)`` from the official files under ``data_dir``, one split at a time.
+    """``(split, examples)`` from the official files inside the task's ``folder``, one split at a time.
 
     Every file is located before any is read (:func:`local_files`, unless ``paths`` gives them), so a missing
     train/dev file fails at once.
     """
-    paths = local_files(task, data_dir) if paths is None else paths
+    paths = local_files(task, folder) if paths is None else paths
     for name, path in paths.items():
         columns = SplitColumns(task, name)
         _LOCAL_READERS[task.local_format](task, task.splits[name], path, columns)
@@ -311,9 +318,9 @@ def require_examples(columns: SplitColumns, origin: object) -> None:
         raise SpanftError(f"{origin}: no {columns.task.name} {columns.split} examples (an empty split)")
 
 
-def read_local(task: TaskSpec, data_dir: str | Path) -> dict[str, SplitColumns]:
-    """Every split of ``task`` from the official files under ``data_dir`` (missing test splits skipped)."""
-    return dict(iter_local(task, data_dir))
+def read_local(task: TaskSpec, folder: str | Path) -> dict[str, SplitColumns]:
+    """Every split of ``task`` from the official files inside its ``folder`` (missing test splits skipped)."""
+    return dict(iter_local(task, folder))
 
 
 def iter_hub(task: TaskSpec, revision: str | None = None) -> Iterator[tuple[str, SplitColumns]]:
@@ -443,24 +450,24 @@ POS_COLUMN = "pos_tags"
 
 
 def conll_pos_sentences(
-    task: TaskSpec, split: str, source: str, data_dir: str | Path | None = None, revision: str | None = None
+    task: TaskSpec, split: str, source: str, folder: str | Path | None = None, revision: str | None = None
 ) -> list[list[tuple[str, str]]] | None:
     """``[(word, Penn tag), ...]`` per sentence of a CoNLL-2003 split; None when the split is absent.
 
-    ``source`` is ``local`` (the second column of the files under ``data_dir``) or ``hf`` (``pos_tags`` ids
+    ``source`` is ``local`` (the second column of the files inside CoNLL-2003's ``folder``) or ``hf`` (``pos_tags`` ids
     mapped through the feature's own names). Tags come out in Penn's spelling (brackets ``-LRB-``/``-RRB-``).
     """
     if source == "local":
-        return _local_pos(task, split, Path(data_dir) if data_dir is not None else None)
+        return _local_pos(task, split, Path(folder) if folder is not None else None)
     if source == "hf":
         return _hub_pos(task, split, revision)
     raise SpanftError(f"CoNLL-2003 POS tags come from source local or hf, not {source!r} (synthetic data has none)")
 
 
-def _local_pos(task: TaskSpec, split: str, data_dir: Path | None) -> list[list[tuple[str, str]]] | None:
-    if data_dir is None:
-        raise SpanftError("source local needs --data-dir (params data.dir): the directory of the official files")
-    path = local_files(task, data_dir).get(split)
+def _local_pos(task: TaskSpec, split: str, folder: Path | None) -> list[list[tuple[str, str]]] | None:
+    if folder is None:
+        raise SpanftError("source local needs CoNLL-2003's folder (params data.dir / chunker.conll_dir)")
+    path = local_files(task, folder).get(split)
     if path is None:
         return None
     sentences = []

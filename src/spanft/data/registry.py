@@ -12,13 +12,15 @@ Hub sources (``source: hf``):
   parquet conversion of that same repository keeps its schema (``tokens``, ``pos_tags``, ``ner_tags`` with
   the ClassLabel order O, B-PER, I-PER, B-ORG, I-ORG, B-LOC, I-LOC, B-MISC, I-MISC) and loads without a script.
 
-Local sources (``source: local``, paths relative to ``--data-dir``; the first candidate that exists is read):
+Local sources (``source: local``): every task reads one folder (params ``tasks.<task>`` under ``data.dir``,
+:attr:`TaskSpec.folder` by default: the official layout) and nothing outside it, so the folder is its
+prepare stage's one data dependency. Inside the folder:
 
-- GLUE as unpacked by the classic download script (``CoLA/train.tsv`` ..., ``diagnostic/diagnostic.tsv``),
-  either directly under the directory or under ``glue_data/``; column positions are listed per file below.
-- SNLI ``snli_1.0_{train,dev,test}.jsonl`` directly or under ``snli_1.0/``.
-- CoNLL-2003 ``eng.train/eng.testa/eng.testb`` (IOB1) or ``train.txt/valid.txt/test.txt`` (IOB2), directly
-  or under ``conll2003/``.
+- GLUE as unpacked by the classic download script (``train.tsv``, ``dev.tsv``, ``test.tsv``; MNLI
+  ``dev_matched.tsv`` ...); column positions are listed per file below. MNLI's diagnostic set (AX, the
+  download's ``diagnostic/diagnostic.tsv``) is read as ``diagnostic.tsv`` inside the MNLI folder.
+- SNLI ``snli_1.0_{train,dev,test}.jsonl``.
+- CoNLL-2003 ``eng.train/eng.testa/eng.testb`` (IOB1) or ``train.txt/valid.txt/test.txt`` (IOB2).
 
 Splits: ``eval_splits`` are labeled and scored; the best epoch is chosen on ``eval_splits[0]``
 (:attr:`TaskSpec.selection_split`). ``test_splits`` are unlabeled: only predicted (GLUE submission files).
@@ -58,7 +60,7 @@ class SplitSpec:
 
     name: str
     hub_split: str
-    local_paths: tuple[str, ...]
+    local_names: tuple[str, ...]  # file names inside the task's folder, the first that exists is read
     labeled: bool = True
     hub_config: str | None = None  # overrides the task's config (MNLI's "ax" split)
     local_columns: LocalColumns | None = None  # GLUE TSV files only
@@ -84,6 +86,7 @@ class TaskSpec:
     hub_label_column: str
     local_format: Literal["glue_tsv", "snli_jsonl", "conll"]
     splits: dict[str, SplitSpec]
+    folder: str = ""  # its folder under data.dir in the official layout (params tasks' default)
     # The label strings in local files and on the GLUE leaderboard, in label-id order (None: regression/tagging).
     raw_labels: tuple[str, ...] | None = None
     hub_revision: str | None = None
@@ -135,22 +138,17 @@ NLI3 = ["entailment", "neutral", "contradiction"]
 NLI2 = ["entailment", "not_entailment"]
 
 
-def _glue_paths(folder: str, filename: str) -> tuple[str, ...]:
-    return (f"{folder}/{filename}", f"glue_data/{folder}/{filename}")
-
-
 def _glue_splits(
-    folder: str,
     labeled: LocalColumns,
     test: LocalColumns,
     stem: str,
 ) -> dict[str, SplitSpec]:
     """train/validation/test of a GLUE task with one dev file (every task but MNLI)."""
     return {
-        "train": SplitSpec("train", "train", _glue_paths(folder, "train.tsv"), local_columns=labeled),
-        "validation": SplitSpec("validation", "validation", _glue_paths(folder, "dev.tsv"), local_columns=labeled),
+        "train": SplitSpec("train", "train", ("train.tsv",), local_columns=labeled),
+        "validation": SplitSpec("validation", "validation", ("dev.tsv",), local_columns=labeled),
         "test": SplitSpec(
-            "test", "test", _glue_paths(folder, "test.tsv"), labeled=False, local_columns=test, submission_stem=stem,
+            "test", "test", ("test.tsv",), labeled=False, local_columns=test, submission_stem=stem,
             optional=True,
         ),
     }
@@ -183,7 +181,8 @@ def _glue_task(
         hub_text_columns=hub_text_columns,
         hub_label_column="label",
         local_format="glue_tsv",
-        splits=_glue_splits(folder, labeled, test, stem),
+        splits=_glue_splits(labeled, test, stem),
+        folder=f"glue_data/{folder}",
         raw_labels=raw_labels,
         label_range=label_range,
     )
@@ -201,20 +200,20 @@ def _mnli() -> TaskSpec:
     labeled = LocalColumns(text_cols=(8, 9), label_col=-1)
     test = LocalColumns(text_cols=(8, 9), idx_col=0)
     splits = {
-        "train": SplitSpec("train", "train", _glue_paths("MNLI", "train.tsv"), local_columns=labeled),
+        "train": SplitSpec("train", "train", ("train.tsv",), local_columns=labeled),
         "validation_matched": SplitSpec(
-            "validation_matched", "validation_matched", _glue_paths("MNLI", "dev_matched.tsv"), local_columns=labeled
+            "validation_matched", "validation_matched", ("dev_matched.tsv",), local_columns=labeled
         ),
         "validation_mismatched": SplitSpec(
             "validation_mismatched",
             "validation_mismatched",
-            _glue_paths("MNLI", "dev_mismatched.tsv"),
+            ("dev_mismatched.tsv",),
             local_columns=labeled,
         ),
         "test_matched": SplitSpec(
             "test_matched",
             "test_matched",
-            _glue_paths("MNLI", "test_matched.tsv"),
+            ("test_matched.tsv",),
             labeled=False,
             local_columns=test,
             submission_stem="MNLI-m",
@@ -223,7 +222,7 @@ def _mnli() -> TaskSpec:
         "test_mismatched": SplitSpec(
             "test_mismatched",
             "test_mismatched",
-            _glue_paths("MNLI", "test_mismatched.tsv"),
+            ("test_mismatched.tsv",),
             labeled=False,
             local_columns=test,
             submission_stem="MNLI-mm",
@@ -233,7 +232,7 @@ def _mnli() -> TaskSpec:
         "ax": SplitSpec(
             "ax",
             "test",
-            _glue_paths("diagnostic", "diagnostic.tsv"),
+            ("diagnostic.tsv",),  # the download's diagnostic/diagnostic.tsv, in the MNLI folder
             labeled=False,
             hub_config="ax",
             local_columns=_PAIR_TEST,
@@ -256,6 +255,7 @@ def _mnli() -> TaskSpec:
         hub_label_column="label",
         local_format="glue_tsv",
         splits=splits,
+        folder="glue_data/MNLI",
         raw_labels=tuple(NLI3),
     )
 
@@ -263,7 +263,7 @@ def _mnli() -> TaskSpec:
 def _snli() -> TaskSpec:
     def split(name: str, hub: str, local: str) -> SplitSpec:
         filename = f"snli_1.0_{local}.jsonl"
-        return SplitSpec(name, hub, (filename, f"snli_1.0/{filename}"), optional=name == "test")
+        return SplitSpec(name, hub, (filename,), optional=name == "test")
 
     return TaskSpec(
         name="snli",
@@ -279,6 +279,7 @@ def _snli() -> TaskSpec:
         hub_text_columns=("premise", "hypothesis"),
         hub_label_column="label",
         local_format="snli_jsonl",
+        folder="snli_1.0",
         splits={
             "train": split("train", "train", "train"),
             "validation": split("validation", "validation", "dev"),
@@ -292,8 +293,7 @@ def _snli() -> TaskSpec:
 
 def _conll2003() -> TaskSpec:
     def split(name: str, hub: str, iob1: str, iob2: str) -> SplitSpec:
-        paths = (iob1, iob2, f"conll2003/{iob1}", f"conll2003/{iob2}")
-        return SplitSpec(name, hub, paths, optional=name == "test")
+        return SplitSpec(name, hub, (iob1, iob2), optional=name == "test")
 
     return TaskSpec(
         name="conll2003",
@@ -310,6 +310,7 @@ def _conll2003() -> TaskSpec:
         hub_text_columns=("tokens",),
         hub_label_column="ner_tags",
         local_format="conll",
+        folder="conll2003",
         splits={
             "train": split("train", "train", "eng.train", "train.txt"),
             "validation": split("validation", "validation", "eng.testa", "valid.txt"),
@@ -378,6 +379,7 @@ def _build_registry() -> dict[str, TaskSpec]:
 
 TASKS: dict[str, TaskSpec] = _build_registry()
 GLUE_TASKS = [name for name, task in TASKS.items() if task.hub_id == GLUE]
+OFFICIAL_FOLDERS = {name: task.folder for name, task in TASKS.items()}  # params tasks in the official layout
 
 
 def get_task(name: str) -> TaskSpec:

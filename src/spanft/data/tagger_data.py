@@ -4,8 +4,9 @@
 
 - ``synthetic``: NLTK's PerceptronTagger trained on sentences of the synthetic language (the synthetic corpus's
   seed), for synthetic task data only: those tags describe that language and nothing else;
-- ``conll``: the same tagger trained on CoNLL-2003 train's Penn POS column (official files under ``data.dir``
-  or the hub's ``pos_tags``), for real task data: real English, offline, seconds to train;
+- ``conll``: the same tagger trained on CoNLL-2003 train's Penn POS column (official files in CoNLL-2003's
+  folder, params ``data.dir`` joined with ``chunker.conll_dir``, or the hub's ``pos_tags``), for real task
+  data: real English, offline, seconds to train;
 - ``nltk``: NLTK's pretrained tagger, downloaded into the workspace by this stage.
 
 Held-out accuracy is stored in the tagger file's ``about`` block (Table 6's note reports it): on CoNLL-2003
@@ -31,7 +32,7 @@ def make_tagger(
     out: str | Path,
     tagger_source: str,
     data_source: str,
-    data_dir: str | Path | None = None,
+    conll_dir: str | Path | None = None,
     revision: str | None = None,
     corpus_seed: int = 0,
     tagged_sentences: int = 5000,
@@ -41,7 +42,8 @@ def make_tagger(
 ) -> dict:
     """Write the tagger file ``out`` for ``tagger_source``; return its ``about`` block.
 
-    ``data_source``/``data_dir``/``revision`` locate CoNLL-2003 (params ``data.*``, ``data.revisions.conll2003``);
+    ``data_source``/``conll_dir``/``revision`` locate CoNLL-2003 (params ``data.source``, its folder ``data.dir`` /
+    ``chunker.conll_dir``, ``data.revisions.conll2003``);
     ``corpus_seed``/``tagged_sentences`` draw the synthetic sentences (params ``corpus.seed``,
     ``corpus.tagged_sentences``).
     """
@@ -51,12 +53,12 @@ def make_tagger(
         tagger = fetch_pretrained_tagger(download_dir)
         about = {"source": "nltk", "trained_on": f"NLTK's pretrained {PRETRAINED_NAME} (downloaded into {download_dir})"}
     else:
-        sentences, about = _training_sentences(tagger_source, data_source, data_dir, revision, corpus_seed,
+        sentences, about = _training_sentences(tagger_source, data_source, conll_dir, revision, corpus_seed,
                                                tagged_sentences)
         tagger = train_tagger(sentences, iterations=iterations, seed=seed)
         about |= {"sentences": len(sentences), "tokens": sum(map(len, sentences)), "iterations": iterations,
                   "seed": seed}
-    about |= _held_out_accuracy(tagger, data_source, data_dir, revision, corpus_seed, tagged_sentences)
+    about |= _held_out_accuracy(tagger, data_source, conll_dir, revision, corpus_seed, tagged_sentences)
     save_tagger(tagger, out, about)  # no timings inside: the same inputs give the same file
     scores = ", ".join(f"{split} {value:.4f}" for split, value in about["accuracy"].items())
     log.info("tagger: %s -> %s in %.1f s; POS accuracy %s (%s)", about["trained_on"], out,
@@ -64,18 +66,18 @@ def make_tagger(
     return about
 
 
-def _training_sentences(tagger_source, data_source, data_dir, revision, corpus_seed, n):
+def _training_sentences(tagger_source, data_source, conll_dir, revision, corpus_seed, n):
     if tagger_source == "synthetic":
         about = {"source": "synthetic", "trained_on": f"{n} sentences of the synthetic language (seed {corpus_seed})"}
         return synthetic_tagged_sentences(n, corpus_seed), about
     task = get_task("conll2003")
-    sentences = conll_pos_sentences(task, task.train_split, data_source, data_dir, revision)
+    sentences = conll_pos_sentences(task, task.train_split, data_source, conll_dir, revision)
     if not sentences:
         raise SpanftError("CoNLL-2003 train has no POS-tagged sentences to train the tagger on")
-    return sentences, {"source": "conll", "trained_on": f"CoNLL-2003 train POS ({_where(data_source, data_dir, revision)})"}
+    return sentences, {"source": "conll", "trained_on": f"CoNLL-2003 train POS ({_where(data_source, conll_dir, revision)})"}
 
 
-def _held_out_accuracy(tagger, data_source, data_dir, revision, corpus_seed, n) -> dict:
+def _held_out_accuracy(tagger, data_source, conll_dir, revision, corpus_seed, n) -> dict:
     """Accuracy on CoNLL-2003 dev and test POS (real data) or on fresh synthetic sentences (synthetic data)."""
     if data_source not in REAL_DATA_SOURCES:
         held_out = synthetic_tagged_sentences(max(1, n // 5), corpus_seed, TAGGED_HELDOUT_STREAM)
@@ -84,15 +86,15 @@ def _held_out_accuracy(tagger, data_source, data_dir, revision, corpus_seed, n) 
     task = get_task("conll2003")
     accuracy = {}
     for split in task.eval_splits:
-        sentences = conll_pos_sentences(task, split, data_source, data_dir, revision)
+        sentences = conll_pos_sentences(task, split, data_source, conll_dir, revision)
         if sentences:
             accuracy[split] = tagging_accuracy(tagger, sentences)
-    return {"accuracy": accuracy, "evaluated_on": f"CoNLL-2003 POS ({_where(data_source, data_dir, revision)})"}
+    return {"accuracy": accuracy, "evaluated_on": f"CoNLL-2003 POS ({_where(data_source, conll_dir, revision)})"}
 
 
-def _where(data_source: str, data_dir, revision) -> str:
+def _where(data_source: str, conll_dir, revision) -> str:
     if data_source == "local":
-        return f"files under {data_dir}"
+        return f"files in {conll_dir}"
     task = get_task("conll2003")
     rev = hub_revision(task, revision)
     return f"hub {task.hub_id}" + (f"@{rev}" if rev else "")

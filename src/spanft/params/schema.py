@@ -62,9 +62,9 @@ SCHEMA: dict[str, Any] = {
     "dict_size": _INT,
     "data": {"source": _STR, "dir": _STR, "revisions": {"*": _STR},
              "synthetic": {"train_size": _INT, "eval_size": _INT, "test_size": _INT, "seed": _INT}},
-    "tasks": _STRS,
+    "tasks": {"*": _STR},  # task -> its folder of official files under data.dir
     "segmentation": {"random_seed": _INT},
-    "chunker": {"tagger": _STR, "source": _STR},
+    "chunker": {"tagger": _STR, "source": _STR, "conll_dir": _STR},
     "backbones": {"build": {"*": _BUILD}, "hub": {"*": _HUB}, "local": {"*": _LOCAL}},
     "hparams": {"*": _HPARAMS},
     "studies": {
@@ -95,13 +95,15 @@ def check_params(tree: dict, path: str | Path = "params.yaml") -> None:
     _check_missing(tree, SCHEMA, "", path)
     _check_values(tree, path)
     _check_real_data(tree, path)
+    _check_folders(tree, path)
     _check_references(tree, path)
 
 
 def _check_node(node: Any, schema: Any, dotted: str, path) -> None:
     if isinstance(schema, dict):
         if not isinstance(node, dict):
-            raise SpanftError(f"{path}: {dotted} must be a mapping, found {node!r}")
+            hint = " (task: its folder under data.dir, e.g. cola: glue_data/CoLA)" if dotted == "tasks" else ""
+            raise SpanftError(f"{path}: {dotted} must be a mapping{hint}, found {node!r}")
         for key, value in node.items():
             key = str(key)
             child = schema.get(key, schema.get("*"))
@@ -281,6 +283,28 @@ def _check_real_data(tree: dict, path) -> None:
     for task in tree["data"]["revisions"]:
         if task not in TASKS:
             raise SpanftError(f"{path}: data.revisions: unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
+
+
+def _check_folders(tree: dict, path) -> None:
+    """Task folders and the tagger's CoNLL-2003 folder: relative paths inside data.dir (each a stage's dep)."""
+    folders = [(f"tasks.{task}", folder) for task, folder in tree["tasks"].items()]
+    for dotted, folder in [*folders, ("chunker.conll_dir", tree["chunker"]["conll_dir"])]:
+        problem = folder_problem(folder)
+        if problem:
+            raise SpanftError(f"{path}: {dotted}: {folder!r} {problem}")
+    conll = tree["tasks"].get("conll2003", tree["chunker"]["conll_dir"])
+    if tree["chunker"]["source"] == "conll" and tree["data"]["source"] == "local" and Path(conll) != Path(tree["chunker"]["conll_dir"]):
+        raise SpanftError(f"{path}: chunker.conll_dir {tree['chunker']['conll_dir']!r} differs from tasks.conll2003 "
+                          f"{conll!r}: the tagger and the NER task must read the same CoNLL-2003 files")
+
+
+def folder_problem(folder: str) -> str | None:
+    """Why ``folder`` cannot be a folder under data.dir (empty, absolute, ``..``, a control character); else None."""
+    if not folder.strip():
+        return "is empty: name the folder under data.dir"
+    if Path(folder).is_absolute() or ".." in Path(folder).parts:
+        return "must be a relative path inside data.dir, without '..'"
+    return ids.path_problem(folder)
 
 
 def _check_references(tree: dict, path) -> None:

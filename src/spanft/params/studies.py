@@ -87,6 +87,14 @@ def study_backbones(params: dict, study: str, source: str = "params") -> list[st
     return _list(params, f"studies.{study}.backbones", str, source)
 
 
+def task_folder(params: dict, task: str) -> Path:
+    """The task's folder of official files: params ``data.dir`` joined with ``tasks.<task>``."""
+    folders = params["tasks"]
+    if task not in folders:
+        raise SpanftError(f"params tasks: {task!r} is not among the prepared tasks ({', '.join(folders)})")
+    return Path(params["data"]["dir"]) / folders[task]
+
+
 def study_tasks(params: dict, study: str, source: str = "params") -> list[str]:
     """The study's tasks: ``studies.<study>.tasks``, or its one fixed task (snli, ner)."""
     return list(FIXED_TASKS[study]) if study in FIXED_TASKS else _list(params, f"studies.{study}.tasks", str, source)
