@@ -381,3 +381,12 @@ def test_backbone_names_and_hub_ids(tree):
     check_params(tree, "params.yaml")
     tree["backbones"]["hub"]["bert"]["revision"] = "v1..2"
     assert "backbones.hub.bert.revision: 'v1..2' is not a git revision" in _error(tree)
+
+
+@pytest.mark.parametrize("dotted", ["corpus.local_path", "data.dir", "chunker.tagger"])
+@pytest.mark.parametrize("value, says", [("", "is empty: it is a stage dependency"), ("  ", "is empty"),
+                                         ("~/data", "starts with '~', which DVC does not expand")])
+def test_paths_dvc_depends_on_are_given_and_literal(tree, dotted, value, says):
+    section, key = dotted.split(".")
+    tree[section][key] = value
+    assert f"{dotted}: {value!r} {says}" in _error(tree)

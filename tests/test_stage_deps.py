@@ -119,7 +119,7 @@ def profile(name: str) -> dict:
     return yaml.safe_load((ROOT / "profiles" / f"{name}.yaml").read_text(encoding="utf-8"))
 
 
-@pytest.fixture(scope="module", params=["embedded", "paper"])
+@pytest.fixture(scope="module", params=["embedded", "paper", "small"])
 def stages(request, tmp_path_factory) -> dict[str, dict]:
     project = ROOT if request.param == "embedded" else make_project(tmp_path_factory.mktemp("paper"), profile("paper"))
     return resolved_stages(project)

@@ -274,7 +274,7 @@ def local_files(task: TaskSpec, folder: str | Path) -> dict[str, Path]:
     if folder.exists() and not folder.is_dir():
         raise SpanftError(f"{folder}: expected the {task.name} folder (params data.dir / tasks.{task.name}), found a file")
     if not folder.is_dir():
-        raise SpanftError(f"{folder}: {task.name} folder not found (params data.dir / tasks.{task.name})")
+        raise SpanftError(f"{folder}: {task.name} folder not found (params data.dir / tasks.{task.name}; --data-dir / --task-dir)")
     paths = {}
     for name in task.all_splits:
         split = task.splits[name]

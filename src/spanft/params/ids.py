@@ -81,6 +81,15 @@ def split_problem(value: str) -> str | None:
     return None
 
 
+def dependency_path_problem(value: str) -> str | None:
+    """Why ``value`` cannot be a path that dvc.yaml lists as a stage dependency. None otherwise."""
+    if not value.strip():
+        return "is empty: it is a stage dependency in dvc.yaml (an empty folder of data/raw will do)"
+    if value.startswith("~"):
+        return "starts with '~', which DVC does not expand: give the full path"
+    return None
+
+
 def path_problem(value: str) -> str | None:
     """Why ``value`` cannot be a path: a control character or a line separator in it. None otherwise."""
     for ch in value:
