@@ -74,9 +74,9 @@ def test_local_prepared_data_records_its_files_digest(tmp_path):
     raw.mkdir(parents=True)
     (raw / "train.tsv").write_text("s1\t1\t\tA wug sang .\n", encoding="utf-8")
     (raw / "dev.tsv").write_text("s2\t0\t*\tSang wug .\n", encoding="utf-8")
-    record = prepare_task("cola", tmp_path / "out", "local", tmp_path / "raw")
-    by_hand = hashlib.sha256(b"CoLA/dev.tsv\0s2\t0\t*\tSang wug .\n\0CoLA/train.tsv\0s1\t1\t\tA wug sang .\n\0")
-    assert record == {"source": "local", "id_or_path": str((tmp_path / "raw").resolve()),
+    record = prepare_task("cola", tmp_path / "out", "local", raw)  # the task's folder, as params tasks.cola names it
+    by_hand = hashlib.sha256(b"dev.tsv\0s2\t0\t*\tSang wug .\n\0train.tsv\0s1\t1\t\tA wug sang .\n\0")
+    assert record == {"source": "local", "id_or_path": str(raw.resolve()),
                       "digest": by_hand.hexdigest(),
-                      "files": {"train": "CoLA/train.tsv", "validation": "CoLA/dev.tsv"},
+                      "files": {"train": "train.tsv", "validation": "dev.tsv"},
                       "splits": ["train", "validation"], "absent_splits": ["test"]}

@@ -7,9 +7,11 @@ hands its command line to that worker, which forks a child to run it, the heavy 
 The child runs the script exactly as a fresh process would (same argv, working directory, environment,
 stdin/stdout/stderr, exit status; seeds are set by the run, so outputs are the same bytes).
 
-A worker serves one key: interpreter, ``sys.path``, environment and the size and mtime of every file of
-the spanft package, so an edited source file, another virtual environment or another workspace gets its
-own worker and never stale code. It exits after ``SPANFT_WARM_IDLE`` seconds (default 60) without a job.
+A worker serves one key (:func:`worker_key`: interpreter and flags, ``sys.path``, environment, the spanft
+sources and preloaded libraries by size and mtime, inherited process state), so an edited source file,
+another virtual environment or another workspace gets its own worker and never stale code. It runs one job
+at a time (a client that comes meanwhile runs cold), its job dies with it, and it exits after
+``SPANFT_WARM_IDLE`` seconds (default 60) without a job.
 Never used on GPU machines (CUDA does not survive a fork), under torchrun/accelerate, off Linux, or with
 ``SPANFT_WARM=0``; then every stage runs cold, as before.
 """
