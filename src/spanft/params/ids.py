@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from pathlib import Path
 
 # The hub's repository ids (huggingface_hub.utils.validate_repo_id, ASCII as the hub itself requires):
 # [namespace/]name, each part letters, digits, "_", "-", "." and starting and ending with a letter, digit or
@@ -88,6 +89,15 @@ def dependency_path_problem(value: str) -> str | None:
     if value.startswith("~"):
         return "starts with '~', which DVC does not expand: give the full path"
     return None
+
+
+def folder_problem(folder: str) -> str | None:
+    """Why ``folder`` cannot be a folder under data.dir (empty, absolute, ``..``, a control character); else None."""
+    if not folder.strip():
+        return "is empty: name the folder under data.dir"
+    if Path(folder).is_absolute() or ".." in Path(folder).parts:
+        return "must be a relative path inside data.dir, without '..'"
+    return path_problem(folder)
 
 
 def path_problem(value: str) -> str | None:

@@ -291,22 +291,14 @@ def _check_folders(tree: dict, path) -> None:
     """Task folders and the tagger's CoNLL-2003 folder: relative paths inside data.dir (each a stage's dep)."""
     folders = [(f"tasks.{task}", folder) for task, folder in tree["tasks"].items()]
     for dotted, folder in [*folders, ("chunker.conll_dir", tree["chunker"]["conll_dir"])]:
-        problem = folder_problem(folder)
+        problem = ids.folder_problem(folder)
         if problem:
             raise SpanftError(f"{path}: {dotted}: {folder!r} {problem}")
     conll = tree["tasks"].get("conll2003", tree["chunker"]["conll_dir"])
-    if tree["chunker"]["source"] == "conll" and tree["data"]["source"] == "local" and Path(conll) != Path(tree["chunker"]["conll_dir"]):
+    same_files = Path(conll) == Path(tree["chunker"]["conll_dir"])
+    if tree["chunker"]["source"] == "conll" and tree["data"]["source"] == "local" and not same_files:
         raise SpanftError(f"{path}: chunker.conll_dir {tree['chunker']['conll_dir']!r} differs from tasks.conll2003 "
                           f"{conll!r}: the tagger and the NER task must read the same CoNLL-2003 files")
-
-
-def folder_problem(folder: str) -> str | None:
-    """Why ``folder`` cannot be a folder under data.dir (empty, absolute, ``..``, a control character); else None."""
-    if not folder.strip():
-        return "is empty: name the folder under data.dir"
-    if Path(folder).is_absolute() or ".." in Path(folder).parts:
-        return "must be a relative path inside data.dir, without '..'"
-    return ids.path_problem(folder)
 
 
 def _check_references(tree: dict, path) -> None:
