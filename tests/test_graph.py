@@ -60,6 +60,7 @@ def reduced_params() -> dict:
 def dvc(project: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess:
     env = {**os.environ, "DVC_NO_ANALYTICS": "1", "TOKENIZERS_PARALLELISM": "false",
            "PYTHONPATH": str(project / "src")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # stages write __pycache__ into src/, as on a user's machine
     done = subprocess.run(["dvc", *args], cwd=project, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if check and done.returncode != 0:
         raise AssertionError(f"dvc {' '.join(args)} failed ({done.returncode}):\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}")
@@ -69,7 +70,8 @@ def dvc(project: Path, *args: str, check: bool = True) -> subprocess.CompletedPr
 def new_project(project: Path, params: dict) -> Path:
     """A copy of the graph (dvc.yaml, pipeline/, src/, data/raw/) with ``params`` as its params.yaml."""
     project.mkdir(parents=True, exist_ok=True)
-    shutil.copy(ROOT / "dvc.yaml", project / "dvc.yaml")
+    for name in ("dvc.yaml", ".dvcignore"):
+        shutil.copy(ROOT / name, project / name)
     for name in ("src", "pipeline", "data/raw"):
         shutil.copytree(ROOT / name, project / name, ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
     shutil.copytree(ROOT / ".dvc", project / ".dvc", ignore=shutil.ignore_patterns("tmp", "cache", "config.local"))
@@ -115,6 +117,7 @@ def test_graph_runs_end_to_end_to_every_report(project):
 
 def test_second_repro_does_nothing(project):
     project, _ = project
+    assert any((project / "src").rglob("*.pyc")), "the stages wrote no bytecode: the case .dvcignore covers is not tried"
     second = dvc(project, "repro")
     assert ran_stages(second.stdout) == set(), second.stdout
     assert "up to date" in dvc(project, "status").stdout
