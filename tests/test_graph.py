@@ -211,3 +211,22 @@ def test_the_lock_holds_only_stages_of_the_graph():
     names = set(dvc(ROOT, "stage", "list", "--name-only").stdout.split())
     locked = set(yaml.safe_load((ROOT / "dvc.lock").read_text(encoding="utf-8"))["stages"])
     assert locked - names == set()
+
+
+def test_what_tools_write_inside_code_deps_is_ignored_and_nothing_of_ours_is():
+    """Bytecode, tool caches and editor files inside a code dep folder would make every stage look modified;
+    no tracked source and no stage output may be ignored."""
+    if shutil.which("dvc") is None:
+        pytest.skip("dvc is not installed")
+    litter = ["src/spanft/text/__pycache__/words.cpython-311.pyc", "src/spanft/data/.ruff_cache/0.1/x",
+              "src/spanft/model/.mypy_cache/x.json", "src/spanft/.pytest_cache/v/x", "src/spanft/train/.x.py.swp",
+              "src/spanft/train/x.py~", "src/spanft/.#warm.py", "src/spanft/report/.DS_Store",
+              "src/spanft/._warm.py", "pipeline/.ipynb_checkpoints/x-checkpoint.py", "src/spanft.egg-info/PKG-INFO"]
+    tracked = subprocess.run(["git", "ls-files", "src", "pipeline"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.split()
+    lock = yaml.safe_load((ROOT / "dvc.lock").read_text(encoding="utf-8"))["stages"]
+    outs = sorted({out["path"] for stage in lock.values() for out in stage.get("outs", [])})
+    assert tracked and outs
+    shown = dvc(ROOT, "check-ignore", "--non-matching", "--details", *litter, *tracked, *outs, check=False).stdout
+    unmatched = {line.split("\t", 1)[1] for line in shown.splitlines() if line.startswith("::\t")}
+    assert unmatched == set(tracked) | set(outs)
