@@ -21,9 +21,6 @@ from dvc.repo import Repo
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
-# How a stage script is started, not what it computes (the warm worker runs the same script the same way):
-# not a stage dependency, or an edit to it would re-run the whole graph for identical outputs.
-LAUNCH_ONLY = {SRC / "spanft" / "warm.py"}
 
 
 # ------------------------------------------------------------------------------------------- imports
@@ -70,7 +67,7 @@ def code_files(script: Path) -> frozenset[Path]:
             for depth in range(1, len(parts) + 1):
                 prefix = ".".join(parts[:depth])
                 found = module_file(prefix)
-                if found is not None and found not in seen and found not in LAUNCH_ONLY:
+                if found is not None and found not in seen:
                     seen.add(found)
                     todo.append((found, prefix if found.name == "__init__.py" else prefix.rpartition(".")[0]))
     return frozenset(seen)
@@ -225,9 +222,3 @@ def test_submission_zips_every_glue_variant(stages):
     for backbone in study_backbones(params, "glue"):
         outs = stages[f"submission@{backbone}"]["outs"]
         assert outs == [f"data/submissions/glue-{backbone}-{variant}.zip" for variant in study_variants(params, "glue")]
-
-
-def test_launch_only_modules_compute_nothing_a_stage_writes():
-    """What is exempt from the deps may import no spanft module: it cannot reach the code of a result."""
-    for path in LAUNCH_ONLY:
-        assert {name for name in imported_names(path, "spanft") if name.startswith("spanft")} == set(), path

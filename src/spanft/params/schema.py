@@ -17,6 +17,7 @@ from typing import Any
 from spanft.errors import SpanftError
 
 from spanft.params import ids
+from spanft.params.cluster import settings_from_params
 from spanft.params.hparams import HPARAM_TYPES, hparam_problem
 from spanft.params.load import load_params
 
@@ -78,6 +79,9 @@ SCHEMA: dict[str, Any] = {
     "reports": {"paper_names": {"*": _STR}, "mcnemar_tasks": _STRS,
                 "bootstrap": {"resamples": _INT, "seed": _INT},
                 "figure2": {"tasks": _STRS, "examples": _INT}},
+    "cluster": {"executor": _STR, "partition": _STR, "account": _STR, "gpus_per_job": _INT, "cpus_per_job": _INT,
+                "mem_gb": _INT, "time_min": _INT, "max_parallel": _INT, "folder": _STR, "remote": _STR,
+                "setup": _STRS},
 }
 
 
@@ -174,6 +178,7 @@ def _check_values(tree: dict, path) -> None:
     _check_ngrams(tree["ngrams"], path)
     _check_seeds(tree, path)
     _check_sources(tree, path)
+    settings_from_params(tree["cluster"], str(path))
     for name, block in tree["hparams"].items():
         for key, value in block.items():
             problem = hparam_problem(str(key), value)

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import Callable
 
-from spanft import warm
 from spanft.errors import run_command
 from spanft.params.schema import check_params_file
 
@@ -20,13 +19,7 @@ def stage_params(path: str | Path = PARAMS_FILE) -> dict:
 
 
 def run_stage(body: Callable[[dict], None], quiet: bool = False) -> int:
-    """Run a stage script's ``body(params)`` on the checked params: spanft's log format, one-line errors.
-
-    The whole script is handed to a warm worker when one is up (:mod:`spanft.warm`), and runs here otherwise.
-    """
-    status = warm.delegate()
-    if status is not None:
-        return status
+    """Run a stage script's ``body(params)`` on the checked params: spanft's log format, one-line errors."""
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="spanft: %(message)s",
                         stream=sys.stderr)
 

@@ -118,7 +118,8 @@ def spans_per_sentence(params: Params, segmented_dir: Path) -> pd.DataFrame:
             words = _sides_mean(stats, "mean_words")
             rows.append({"task": task, "dict_size": size, "mean_spans": _sides_mean(stats, "mean_spans")})
         rows.append({"task": task, "dict_size": 0, "mean_spans": words})
-    return pd.DataFrame(rows).sort_values(["task", "dict_size"], kind="stable").reset_index(drop=True)
+    frame = pd.DataFrame(rows, columns=["task", "dict_size", "mean_spans"])  # no rows: a study with no tasks
+    return frame.sort_values(["task", "dict_size"], kind="stable").reset_index(drop=True)
 
 
 def _split_stats(path: Path) -> dict:

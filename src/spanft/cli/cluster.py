@@ -1,0 +1,47 @@
+"""``spanft fanout``: the fine-tuning stages as a SLURM job array (or local processes), joined by DVC."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def add_fanout(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("fanout", help="run the graph with every stale fine-tuning stage as a SLURM array job "
+                                      "(or a local process); the head's dvc repro then joins them")
+    p.add_argument("--root", default=".", help="the head repo (its params.yaml holds the cluster block)")
+    p.add_argument("--executor", choices=["auto", "slurm", "local"], default=None,
+                   help="slurm, local processes, or auto: slurm where sbatch is found (default: cluster.executor)")
+    p.add_argument("--jobs", type=int, default=None,
+                   help="jobs at once (default cluster.max_parallel); local: each gets cores / jobs torch threads")
+    p.add_argument("--partition", default=None, help="slurm partition (default cluster.partition)")
+    p.add_argument("--account", default=None, help="slurm account (default cluster.account)")
+    p.add_argument("--gpus", dest="gpus_per_job", type=int, default=None, help="GPUs per job (cluster.gpus_per_job)")
+    p.add_argument("--cpus", dest="cpus_per_job", type=int, default=None, help="CPUs per job (cluster.cpus_per_job)")
+    p.add_argument("--mem-gb", type=int, default=None, help="memory per job in GB (cluster.mem_gb)")
+    p.add_argument("--time-min", type=int, default=None,
+                   help="time limit per job in minutes; a job that reaches it is requeued and resumes (cluster.time_min)")
+    p.add_argument("--folder", default=None, help="job workspaces and logs, seen by every node (cluster.folder)")
+    p.add_argument("--remote", default=None, help="DVC remote the jobs push their runs to (cluster.remote)")
+    p.add_argument("--allow-dirty", action="store_true",
+                   help="send the head's uncommitted code and params with the jobs (default: refuse them)")
+    p.add_argument("--no-join", dest="join", action="store_false",
+                   help="stop when the jobs are done (default: then `dvc repro` in the head)")
+    p.set_defaults(run=fanout)
+
+
+def fanout(args: argparse.Namespace) -> int:
+    from spanft.cluster.fanout import fanout
+    from spanft.errors import SpanftError
+    from spanft.params.cluster import settings_from_params
+    from spanft.params.schema import check_params_file
+
+    root = Path(args.root).resolve()
+    params_file = root / "params.yaml"
+    settings = settings_from_params(check_params_file(params_file)["cluster"], str(params_file))
+    overrides = {key: getattr(args, key) for key in ("executor", "partition", "account", "gpus_per_job",
+                                                     "cpus_per_job", "mem_gb", "time_min", "folder", "remote")}
+    settings = settings.with_overrides(**overrides).checked("command line")
+    if args.jobs is not None and args.jobs < 1:
+        raise SpanftError(f"--jobs must be at least 1, found {args.jobs}")
+    return fanout(root, settings, args.jobs, args.allow_dirty, args.join)

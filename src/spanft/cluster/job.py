@@ -1,0 +1,57 @@
+"""One job of the fan-out: one fine-tuning stage, run by DVC in the stage's own workspace, on a node.
+
+The job prepares the workspace (:func:`spanft.cluster.workspace.prepare_workspace`), checks out the outputs of
+the stages it reads from the shared cache, and runs ``dvc repro --single-item STAGE``; DVC stores the outputs
+and a run-cache entry in the shared cache, which is all the head needs. On a time limit or a pre-emption,
+submitit calls :meth:`StageJob.checkpoint` and requeues the same job, which resumes from the fine-tuning
+checkpoint its workspace holds.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from submitit.helpers import Checkpointable
+
+from spanft.cluster.workspace import prepare_workspace
+from spanft.errors import SpanftError
+
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+@dataclass
+class StageJob(Checkpointable):
+    """Runs ``stage`` of the head repo at ``commit`` in ``workspace``; pickled by submitit, called on the node."""
+
+    stage: str
+    upstream: tuple[str, ...]
+    head_root: str
+    commit: str
+    snapshot: str
+    workspace: str
+    cache_dir: str
+    threads: int
+    remote: str = ""
+
+    def __call__(self) -> str:
+        workspace = Path(self.workspace)
+        prepare_workspace(Path(self.head_root), self.commit, Path(self.snapshot), workspace, self.cache_dir)
+        code = os.pathsep.join(filter(None, [str(workspace / "src"), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, **{name: str(self.threads) for name in THREAD_VARIABLES},
+               "PYTHONPATH": code,  # the stage scripts import spanft from the commit, not the head's tree
+               "DVC_NO_ANALYTICS": "1", "TOKENIZERS_PARALLELISM": "false"}
+        if self.upstream:
+            self._dvc(["checkout", *self.upstream], env)
+        self._dvc(["repro", "--single-item", self.stage], env)
+        if self.remote:
+            self._dvc(["push", "--run-cache", "--remote", self.remote, self.stage], env)
+        return self.stage
+
+    def _dvc(self, args: list[str], env: dict) -> None:
+        print(f"spanft fanout job: dvc {' '.join(args)}  (in {self.workspace})", flush=True)
+        done = subprocess.run(["dvc", *args], cwd=self.workspace, env=env, stdin=subprocess.DEVNULL)
+        if done.returncode != 0:
+            raise SpanftError(f"{self.stage}: dvc {args[0]} exited with {done.returncode}")

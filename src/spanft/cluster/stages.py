@@ -1,0 +1,107 @@
+"""What DVC says about the head repo's graph: the fine-tuning stages, their upstream, which ones must run.
+
+Everything is read from DVC's own index (``dvc.repo.Repo``): a fine-tuning stage is one whose script
+dependency is ``pipeline/finetune.py``; its upstream is what DVC's graph says it depends on; it must run when
+DVC finds it changed and its run-cache holds no run with the same command, dependencies and params.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+from dvc.repo import Repo
+from dvc.dependency.base import DependencyDoesNotExistError
+from dvc_data.hashfile.hash_info import HashInfo
+from dvc.stage.cache import RunCacheNotFoundError
+
+FINETUNE_SCRIPT = "pipeline/finetune.py"
+
+
+@dataclass(frozen=True)
+class StaleStage:
+    """A fine-tuning stage ``dvc repro`` would run, and the stages whose outputs it reads."""
+
+    name: str  # DVC's address: glue_sf@tiny-cola-1
+    upstream: tuple[str, ...]
+
+
+def open_repo(root: Path) -> Repo:
+    return Repo(str(root))
+
+
+def is_finetune(stage) -> bool:
+    return any(dep.def_path == FINETUNE_SCRIPT for dep in getattr(stage, "deps", []))
+
+
+def finetune_stages(repo: Repo) -> list:
+    return [stage for stage in repo.index.stages if is_finetune(stage)]
+
+
+def upstream_of(repo: Repo, stages: list) -> list[str]:
+    """The stages whose outputs the given ones read (DVC runs their own upstream when asked to run them)."""
+    graph = repo.index.graph  # edges point from a stage to the stages it depends on
+    return sorted({dep.addressing for stage in stages for dep in graph.successors(stage) if not is_finetune(dep)})
+
+
+@contextlib.contextmanager
+def _dvc_quiet() -> Iterator[None]:
+    """DVC logs 'Stage ... is cached' even for a dry run-cache lookup: keep that out of our output."""
+    logger = logging.getLogger("dvc")
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def in_run_cache(repo: Repo, stage) -> bool:
+    """Whether DVC's run-cache holds a run of ``stage`` with its current dependencies (a finished job's run)."""
+    with _dvc_quiet():
+        try:
+            stage.save_deps()  # the dependencies' current hashes, in memory: the run-cache key
+            for out in stage.outs:  # forget the lock's outputs, or restore() would take them for the cached run
+                out.hash_info = HashInfo()
+            repo.stage_cache.restore(stage, dry=True)
+        except (RunCacheNotFoundError, DependencyDoesNotExistError):
+            return False
+    return True
+
+
+def stale_finetune_stages(root: Path) -> tuple[list[StaleStage], int, int]:
+    """The fine-tuning stages to send, how many are up to date, and how many the run-cache already holds.
+
+    Call after the upstream stages ran: a stage is stale when DVC finds it changed (``Stage.changed``, what
+    ``dvc status`` reports) and its run-cache holds no matching run.
+    """
+    with open_repo(root) as repo, repo.lock:
+        stale, fresh, cached = [], 0, 0
+        for stage in finetune_stages(repo):
+            with _dvc_quiet():
+                changed = stage.changed()
+            if not changed:
+                fresh += 1
+            elif in_run_cache(repo, stage):
+                cached += 1
+            else:
+                stale.append(StaleStage(stage.addressing, tuple(upstream_of(repo, [stage]))))
+        return stale, fresh, cached
+
+
+def finetune_upstream(root: Path) -> list[str]:
+    """The stages the fine-tuning stages read from (task data, segmentations, backbones), not their upstream."""
+    with open_repo(root) as repo:
+        return upstream_of(repo, finetune_stages(repo))
+
+
+def stage_paths(root: Path) -> tuple[list[str], list[str]]:
+    """The paths (relative to the root) that stages write, and those inside the repo that they read."""
+    with open_repo(root) as repo:
+        stages = repo.index.stages
+        outs = {out.def_path for stage in stages for out in stage.outs}
+        deps = {dep.def_path for stage in stages for dep in stage.deps if dep.is_in_repo}
+        return sorted(outs), sorted(deps - outs)

@@ -1,0 +1,125 @@
+"""The head repo as the jobs must see it, and each job's own workspace: a clone at the head's commit.
+
+A job runs the head's committed code and params: :func:`head_state` refuses a head whose tracked code or
+params differ from its commit (stage outputs and ``dvc.lock`` aside), unless told to send the changes along.
+:func:`snapshot` writes what the commit lacks (the head's ``dvc.lock`` after its upstream stages ran, and the
+allowed changes) into the fan-out folder; :func:`prepare_workspace`, run by the job on its node, makes or
+refreshes ``<folder>/workspaces/<stage>`` from the commit and that snapshot and points its DVC cache at the
+head's. A stage keeps its workspace from one submission to the next, so its fine-tuning checkpoints
+(``data/checkpoints`` inside it) are where a re-submitted or requeued job resumes from.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from spanft.errors import SpanftError
+
+LOCK_FILE = "dvc.lock"
+
+
+@dataclass(frozen=True)
+class HeadState:
+    """The head repo's commit and the files a job must take from its working tree rather than the commit."""
+
+    root: Path
+    commit: str
+    changed: tuple[str, ...]  # files the stages read that differ from the commit (sent only when allowed)
+
+
+def git(root: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        message = (done.stderr.strip().splitlines() or ["failed"])[-1]
+        raise SpanftError(f"{root}: git {' '.join(args)}: {message}")
+    return done.stdout
+
+
+def head_state(root: Path, outputs: list[str], inputs: list[str], allow_dirty: bool) -> HeadState:
+    """The head's commit; a head whose uncommitted changes touch what the stages read is refused.
+
+    What the stages read: ``inputs`` (every stage dependency inside the repo: code, params files, data
+    folders) and ``dvc.yaml``. ``outputs`` (files a run rewrites, such as git-tracked reports) and ``dvc.lock``
+    may differ from the commit; so may anything else (a README, notes). With ``allow_dirty`` the changed
+    files are sent along instead.
+    """
+    commit = git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}").strip()
+    tracked = git(root, "diff", "--name-only", "--no-renames", "HEAD").splitlines()
+    untracked = git(root, "ls-files", "--others", "--exclude-standard").splitlines()
+    read = [*inputs, "dvc.yaml"]
+    changed = sorted({path for path in [*tracked, *untracked]
+                      if _is_inside(path, read) and not _is_inside(path, [LOCK_FILE, *outputs])})
+    if changed and not allow_dirty:
+        shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
+        raise SpanftError(f"{root}: uncommitted changes ({shown}): the jobs run the commit, so commit them first "
+                          f"(or pass --allow-dirty to send the working tree's files with the jobs)")
+    return HeadState(root, commit, tuple(changed))
+
+
+def _is_inside(path: str, places: list[str]) -> bool:
+    return any(path == place or path.startswith(place.rstrip("/") + "/") for place in places)
+
+
+def snapshot(head: HeadState, folder: Path) -> Path:
+    """Copy the head's ``dvc.lock`` and its allowed changes into ``<folder>/snapshots/<digest>``; return it.
+
+    The folder is named by its content, so jobs of one submission share it and a later submission with other
+    files gets its own.
+    """
+    files = [LOCK_FILE, *head.changed] if (head.root / LOCK_FILE).exists() else list(head.changed)
+    digest = hashlib.sha256(head.commit.encode())
+    for name in files:
+        source = head.root / name
+        digest.update(name.encode() + b"\0" + (source.read_bytes() if source.is_file() else b"<deleted>") + b"\0")
+    target = folder / "snapshots" / digest.hexdigest()[:16]
+    if not target.is_dir():
+        partial = target.with_name(target.name + ".partial")
+        shutil.rmtree(partial, ignore_errors=True)
+        for name in files:
+            source, copy = head.root / name, partial / "files" / name
+            copy.parent.mkdir(parents=True, exist_ok=True)
+            if source.is_file():
+                shutil.copy2(source, copy)
+        (partial / "deleted").parent.mkdir(parents=True, exist_ok=True)
+        (partial / "deleted").write_text("".join(f"{n}\n" for n in files if not (head.root / n).is_file()))
+        partial.rename(target)
+    return target
+
+
+def prepare_workspace(head_root: Path, commit: str, snapshot_dir: Path, workspace: Path, cache_dir: str) -> None:
+    """Make ``workspace`` the head's commit plus its snapshot, with the head's DVC cache (run on the node)."""
+    if not (workspace / ".git").is_dir():
+        shutil.rmtree(workspace, ignore_errors=True)
+        workspace.parent.mkdir(parents=True, exist_ok=True)
+        git(workspace.parent, "clone", "--quiet", "--shared", "--no-checkout", str(head_root), str(workspace))
+    git(workspace, "fetch", "--quiet", str(head_root), commit)
+    git(workspace, "checkout", "--quiet", "--force", "--detach", commit)
+    files = snapshot_dir / "files"
+    for source in sorted(p for p in files.rglob("*") if p.is_file()):
+        target = workspace / source.relative_to(files)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target)
+    for name in (snapshot_dir / "deleted").read_text().splitlines():
+        (workspace / name).unlink(missing_ok=True)
+    # a job killed mid-run leaves DVC's read/write lock behind; only this stage's jobs use this workspace
+    (workspace / ".dvc" / "tmp" / "rwlock").unlink(missing_ok=True)
+    _run(workspace, ["dvc", "cache", "dir", "--local", cache_dir])
+
+
+def _run(cwd: Path, command: list[str]) -> None:
+    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        message = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["failed"])[-1]
+        raise SpanftError(f"{cwd}: {' '.join(command)}: {message}")
+
+
+def cache_dir(root: Path) -> str:
+    """The head's DVC cache directory (``dvc cache dir``), which the jobs share."""
+    from dvc.repo import Repo
+
+    with Repo(str(root)) as repo:
+        return str(Path(repo.cache.local_cache_dir).resolve())

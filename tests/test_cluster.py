@@ -1,0 +1,111 @@
+"""The fan-out's parts that need no scheduler: its settings, the head's state, a job's workspace."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from spanft.cluster.fanout import executor_name, job_threads
+from spanft.cluster.workspace import head_state, prepare_workspace, snapshot
+from spanft.errors import SpanftError
+from spanft.params.cluster import ClusterSettings
+from spanft.params.schema import check_params
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def embedded() -> dict:
+    return yaml.safe_load((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("key, value, said", [
+    ("executor", "pbs", "cluster.executor: 'pbs' is not one of auto, slurm, local"),
+    ("cpus_per_job", 0, "cluster.cpus_per_job must be at least 1, found 0"),
+    ("max_parallel", -2, "cluster.max_parallel must be at least 1"),
+    ("gpus_per_job", -1, "cluster.gpus_per_job must be at least 0"),
+    ("folder", " ", "cluster.folder is empty"),
+    ("mem_gb", "16G", "cluster.mem_gb must be an integer, found '16G'"),
+    ("setup", "module load cuda", "cluster.setup must be a list"),
+])
+def test_a_bad_cluster_setting_is_one_line_naming_it(key, value, said):
+    params = embedded()
+    params["cluster"][key] = value
+    with pytest.raises(SpanftError, match="^params.yaml: " + said.replace("(", r"\(").replace(")", r"\)")):
+        check_params(params, "params.yaml")
+
+
+def test_every_profile_has_a_valid_cluster_block():
+    for path in sorted((ROOT / "profiles").glob("*.yaml")):
+        check_params(yaml.safe_load(path.read_text(encoding="utf-8")), path)
+
+
+def test_slurm_without_sbatch_is_refused_and_auto_falls_back_to_local(monkeypatch):
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(SpanftError, match="sbatch is not on the PATH"):
+        executor_name(ClusterSettings(executor="slurm"))
+    assert executor_name(ClusterSettings(executor="auto")) == "local"
+
+
+def test_local_jobs_share_the_cores_and_slurm_jobs_use_their_cpus(monkeypatch):
+    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    assert job_threads(ClusterSettings(), "local", 4) == 4
+    assert job_threads(ClusterSettings(), "local", 32) == 1
+    assert job_threads(ClusterSettings(cpus_per_job=6), "slurm", 4) == 6
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.email=t@example.org", "-c", "user.name=t", *args], cwd=repo,
+                          check=True, capture_output=True, text=True).stdout
+
+
+@pytest.fixture
+def head(tmp_path) -> Path:
+    repo = tmp_path / "head"
+    (repo / "src").mkdir(parents=True)
+    (repo / "reports").mkdir()
+    for name, text in {"params.yaml": "lr: 1\n", "src/code.py": "x = 1\n", "src/gone.py": "y = 2\n",
+                       "reports/table.md": "old\n", "dvc.lock": "old\n", "notes.txt": "n\n"}.items():
+        (repo / name).write_text(text, encoding="utf-8")
+    git(repo, "init", "-q")
+    subprocess.run(["dvc", "init", "-q"], cwd=repo, check=True)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "first")
+    return repo
+
+
+def test_uncommitted_code_or_params_are_refused_in_one_line_and_outputs_are_not(head):
+    (head / "reports" / "table.md").write_text("new\n", encoding="utf-8")  # a stage output
+    (head / "dvc.lock").write_text("new\n", encoding="utf-8")
+    (head / "scratch.txt").write_text("?\n", encoding="utf-8")  # untracked, outside every stage input
+    assert head_state(head, ["reports"], ["src", "params.yaml"], allow_dirty=False).changed == ()
+    (head / "params.yaml").write_text("lr: 2\n", encoding="utf-8")
+    (head / "src" / "new.py").write_text("z = 3\n", encoding="utf-8")  # untracked, inside a stage input
+    with pytest.raises(SpanftError) as error:
+        head_state(head, ["reports"], ["src", "params.yaml"], allow_dirty=False)
+    assert "uncommitted changes (params.yaml, src/new.py)" in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_workspace_is_the_commit_plus_the_heads_lock_and_allowed_changes(head, tmp_path):
+    (head / "dvc.lock").write_text("after upstream\n", encoding="utf-8")
+    (head / "src" / "code.py").write_text("x = 2\n", encoding="utf-8")
+    (head / "src" / "gone.py").unlink()
+    (head / "notes.txt").write_text("changed, not sent\n", encoding="utf-8")
+    state = head_state(head, ["reports"], ["src", "params.yaml"], allow_dirty=True)
+    assert state.changed == ("src/code.py", "src/gone.py")
+    snap = snapshot(state, tmp_path / "fanout")
+    assert snapshot(state, tmp_path / "fanout") == snap  # one folder per content
+    workspace = tmp_path / "fanout" / "workspaces" / "stage@1"
+    cache = tmp_path / "cache"
+    prepare_workspace(head, state.commit, snap, workspace, str(cache))
+    assert "dir = " + str(cache) in (workspace / ".dvc" / "config.local").read_text()
+    assert (workspace / "src" / "code.py").read_text() == "x = 2\n"
+    assert not (workspace / "src" / "gone.py").exists()
+    assert (workspace / "dvc.lock").read_text() == "after upstream\n"
+    assert (workspace / "notes.txt").read_text() == "n\n"  # the commit's, not the head's working tree
+    (workspace / "data").mkdir()
+    (workspace / "data" / "checkpoint").write_text("kept\n", encoding="utf-8")
+    prepare_workspace(head, state.commit, snap, workspace, str(cache))  # a re-submitted job: same folder
+    assert (workspace / "data" / "checkpoint").read_text() == "kept\n"

@@ -1,0 +1,192 @@
+"""`spanft fanout` end to end: a real one-node SLURM cluster, and local processes, against a serial `dvc repro`.
+
+A small embedded project (two GLUE tasks, one seed: four fine-tuning stages, CoLA's of three epochs) is fanned out, one
+job is killed once its first checkpoint is written, the next call sends only that stage (which resumes), the
+head's `dvc repro` restores every run from the run-cache, and the reports equal a serial `dvc repro`'s but for
+Table 3's measured seconds. An edit to one task's hparams then sends that task's runs only. SLURM comes from
+scripts/slurm-one-node.sh (it installs slurm-wlm and munge with apt-get where they are missing); where it
+cannot start, the SLURM case says why and skips, except under CI, where it must start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+import yaml
+
+from test_graph import ROOT, dvc, new_project, ran_stages, reduced_params
+
+SLURM_SCRIPT = ROOT / "scripts" / "slurm-one-node.sh"
+FINETUNE = {"glue_baseline@tiny-cola-1", "glue_sf@tiny-cola-1", "glue_baseline@tiny-mrpc-1", "glue_sf@tiny-mrpc-1"}
+KILLED = "glue_sf@tiny-cola-1"
+KILLED_RUN = "data/runs/glue/tiny/cola/sf/seed1"
+
+
+def fanout_params() -> dict:
+    params = reduced_params()
+    params["tasks"] = {"cola": "glue_data/CoLA", "mrpc": "glue_data/MRPC"}
+    params["studies"]["glue"] = {"backbones": ["tiny"], "tasks": ["cola", "mrpc"], "seeds": [1]}
+    for study in ("backbones", "snli", "ablation", "ner", "dictsize"):  # left out: one study is enough here
+        params["studies"][study]["backbones"] = []
+        params["studies"][study].update({"tasks": []} if "tasks" in params["studies"][study] else {})
+    params["studies"]["snli"]["encoders"] = []
+    params["data"]["synthetic"]["train_size"] = 256  # epochs of a second or so: a kill lands between checkpoints
+    params["hparams"] = {"cola": {**params["hparams"]["cola"], "epochs": 3}, "mrpc": params["hparams"]["mrpc"]}
+    params["reports"]["figure2"]["tasks"] = ["cola"]
+    return params
+
+
+def committed_project(path: Path) -> Path:
+    project = new_project(path, fanout_params())
+    (project / ".gitignore").write_text("__pycache__/\n/data/*\n!/data/raw/\n/.fanout/\n", encoding="utf-8")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "fan-out test project")
+    return project
+
+
+def git(project: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.email=t@example.org", "-c", "user.name=t", *args], cwd=project, check=True)
+
+
+def env_for(project: Path, extra: dict | None = None) -> dict:
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "TOKENIZERS_PARALLELISM": "false", "PYTHONPATH": str(project / "src")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return {**env, **(extra or {})}
+
+
+def start_fanout(project: Path, args: list[str], env: dict) -> subprocess.Popen:
+    return subprocess.Popen(["spanft", "fanout", *args], cwd=project, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+
+
+def run_fanout(project: Path, args: list[str], env: dict, timeout: float = 400) -> tuple[int, str]:
+    process = start_fanout(project, args, env)
+    output, _ = process.communicate(timeout=timeout)
+    return process.returncode, output
+
+
+def report_lines(project: Path) -> dict[str, list[str]]:
+    """Every report file's lines, less Table 3 (measured seconds, threads) and the lines that quote it."""
+    files = {}
+    for path in sorted((project / "reports").rglob("*")):
+        if path.is_file() and not path.name.startswith("table3."):
+            text = path.read_bytes().decode("utf-8", errors="replace")
+            files[str(path.relative_to(project))] = [line for line in text.splitlines()
+                                                     if "fine-tuning time" not in line]
+    return files
+
+
+@pytest.fixture(scope="module")
+def serial(tmp_path_factory) -> Path:
+    project = committed_project(tmp_path_factory.mktemp("serial"))
+    dvc(project, "repro")
+    return project
+
+
+def slurm_conf(tmp_path_factory) -> str:
+    """Start the one-node cluster (installing SLURM where it is missing); its SLURM_CONF, or skip saying why."""
+    folder = Path(os.environ.get("SPANFT_TEST_SLURM_DIR") or tmp_path_factory.mktemp("slurm"))
+    done = subprocess.run(["bash", str(SLURM_SCRIPT), "start", str(folder)], capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=600)
+    if done.returncode != 0:
+        said = (done.stderr.strip() or done.stdout.strip() or f"exit {done.returncode}").splitlines()[-1]
+        reason = f"a one-node SLURM could not start: {said}"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    return done.stdout.strip().split("=", 1)[1], folder
+
+
+@pytest.fixture(scope="module")
+def slurm(tmp_path_factory):
+    conf, folder = slurm_conf(tmp_path_factory)
+    yield {"SLURM_CONF": conf}
+    subprocess.run(["bash", str(SLURM_SCRIPT), "stop", str(folder)], check=False)
+
+
+def manifest(project: Path) -> dict[str, tuple[str, str]]:
+    lines = (project / ".fanout" / "jobs.tsv").read_text(encoding="utf-8").splitlines()[1:]
+    return {stage: (job, log) for stage, job, log in (line.split("\t") for line in lines)}
+
+
+def checkpoint_written(project: Path, stage: str) -> bool:
+    checkpoints = project / ".fanout" / "workspaces" / stage / "data" / "checkpoints"
+    return any(checkpoints.glob("*/checkpoint-*/spanft_elapsed.json"))
+
+
+def kill_job(project: Path, stage: str, executor: str, env: dict) -> None:
+    """scancel on SLURM; locally, the job's process and everything it started (what a node failure does)."""
+    job = manifest(project)[stage][0]
+    if executor == "slurm":
+        subprocess.run(["scancel", job], env=env, check=True)
+        return
+    root = psutil.Process(int(job))
+    for process in [*root.children(recursive=True), root]:
+        process.kill()
+
+
+def sent_stages(output: str) -> set[str]:
+    return set(re.findall(r"fanout job: dvc repro --single-item (\S+)", output))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("executor", ["slurm", "local"])
+def test_fanout_joins_to_the_serial_reports_resumes_a_killed_job_and_resends_only_what_changed(
+        executor, serial, tmp_path, request):
+    extra = request.getfixturevalue("slurm") if executor == "slurm" else {}
+    env = env_for(tmp_path / "head", extra)
+    project = committed_project(tmp_path / "head")
+    args = ["--executor", executor, "--jobs", "2", "--cpus", "1", "--mem-gb", "2"]
+
+    # 1. every fine-tuning stage is a job; one is killed after its first checkpoint: reported, the rest kept
+    process = start_fanout(project, args, env)
+    deadline = time.monotonic() + 300
+    while not checkpoint_written(project, KILLED):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()[0]
+        time.sleep(0.05)
+    kill_job(project, KILLED, executor, env)
+    output, _ = process.communicate(timeout=300)
+    assert process.returncode == 1, output
+    jobs = manifest(project)
+    assert set(jobs) == FINETUNE
+    if executor == "slurm":  # one array: <array id>_<index>
+        assert len({job.split("_")[0] for job, _ in jobs.values()}) == 1 and all("_" in j for j, _ in jobs.values())
+    failed = re.findall(r"FAILED (\S+): .*; log (\S+)", output)
+    assert [stage for stage, _ in failed] == [KILLED], output
+    assert failed[0][1] == jobs[KILLED][1]
+    assert "3/4 done, 0 running, 1 failed" in output
+    assert "Running stage 'report'" not in output  # no join after a failure
+
+    # 2. the next call sends only the killed stage, which resumes from its checkpoint; the join runs no run
+    code, output = run_fanout(project, args, env)
+    assert code == 0, output
+    assert "1 fine-tuning stages to send, 0 up to date, 3 in the run-cache already" in output
+    assert set(manifest(project)) == {KILLED}
+    resumed, uninterrupted = (json.loads((p / KILLED_RUN / "metrics.json").read_text()) for p in (project, serial))
+    assert (resumed["resumed_from"] or "").startswith("checkpoint-") and uninterrupted["resumed_from"] is None
+    for key in ("metrics", "eval_loss", "best_epoch", "history"):
+        assert resumed[key] == uninterrupted[key], key
+    assert ran_stages(output) & FINETUNE == set(), output
+    assert all(f"Stage '{stage}' is cached - skipping run" in output for stage in FINETUNE), output
+    assert report_lines(project) == report_lines(serial)
+
+    # 3. an edit to one task's hparams sends that task's runs only
+    params = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))
+    params["hparams"]["mrpc"]["lr"] = 2.0e-3
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    code, output = run_fanout(project, args, env)
+    assert code == 2 and "uncommitted changes (params.yaml)" in output, output  # jobs run commits only
+    git(project, "commit", "-qam", "mrpc: another learning rate")
+    code, output = run_fanout(project, args, env)
+    assert code == 0, output
+    assert set(manifest(project)) == {"glue_baseline@tiny-mrpc-1", "glue_sf@tiny-mrpc-1"}
+    assert "2 fine-tuning stages to send, 2 up to date" in output
+    assert ran_stages(output) & FINETUNE == set(), output
+    assert "up to date" in dvc(project, "status").stdout
