@@ -1,8 +1,8 @@
-"""The pooled-seed paired bootstrap (spanft.report.bootstrap) against independent computations.
+"""The two-level paired bootstrap (spanft.report.bootstrap) against independent computations.
 
-Oracles: compute_metrics (scikit-learn, scipy, seqeval) on explicitly resampled examples in a slow loop with
-the same random draws; exact enumeration of every bootstrap resample of a tiny split; McNemar's test in the
-one-seed limit.
+Oracles: compute_metrics (scikit-learn, scipy, seqeval) on explicitly resampled runs and examples in a slow
+loop with the same random draws; exact enumeration of every two-level resample of a tiny split; McNemar's
+test in the one-seed limit; the interval and p-value rule written out with order statistics.
 """
 
 from __future__ import annotations
@@ -49,25 +49,37 @@ def fake_runs(task_name: str, n: int, seeds: int, error: float, rng: np.random.G
     return list(gold), preds
 
 
-def metric_gain(task, metric, gold, preds_a, preds_b, index=None) -> float:
-    """Mean over B's runs minus mean over A's runs, with compute_metrics on the examples ``index`` picks."""
+def metric_gain(task, metric, gold, preds_a, preds_b, index=None, runs_a=None, runs_b=None) -> float:
+    """Mean over B's runs minus mean over A's runs, with compute_metrics on the examples ``index`` picks;
+    ``runs_a`` / ``runs_b``: the runs each side uses (indices, repeats allowed; default every run once)."""
     index = range(len(gold)) if index is None else index
+    runs_a = range(len(preds_a)) if runs_a is None else runs_a
+    runs_b = range(len(preds_b)) if runs_b is None else runs_b
 
     def score(pred) -> float:
         return compute_metrics(task, [pred[i] for i in index], [gold[i] for i in index])[metric]
 
-    return float(np.mean([score(p) for p in preds_b]) - np.mean([score(p) for p in preds_a]))
+    return float(np.mean([score(preds_b[j]) for j in runs_b]) - np.mean([score(preds_a[j]) for j in runs_a]))
 
 
 @pytest.mark.parametrize("name, metric", CASES)
 def test_the_resamples_equal_a_slow_loop_with_the_same_draws(name, metric):
     task = get_task(name)
     rng = np.random.default_rng([11, len(name)])
-    gold, preds = fake_runs(name, 40, 4, 0.3, rng)
-    result = paired_bootstrap(task, metric, gold, preds[:2], preds[2:], resamples=60, seed=[3, 4])
+    gold, preds = fake_runs(name, 40, 5, 0.3, rng)
+    a, b = preds[:2], preds[2:]  # 2 baseline runs, 3 SF runs
+    result = paired_bootstrap(task, metric, gold, a, b, resamples=60, seed=[3, 4])
     draws = np.random.default_rng([3, 4])
-    slow = [metric_gain(task, metric, gold, preds[:2], preds[2:], draws.integers(0, 40, size=40)) for _ in range(60)]
+    runs_a, runs_b = draws.integers(0, 2, size=(60, 2)), draws.integers(0, 3, size=(60, 3))
+    slow = [metric_gain(task, metric, gold, a, b, draws.integers(0, 40, size=40), runs_a[r], runs_b[r])
+            for r in range(60)]
     np.testing.assert_allclose(result.distribution, slow, rtol=1e-9, atol=1e-12)
+    assert (result.runs_a, result.runs_b, result.runs_resampled) == (2, 3, True)
+    fixed = paired_bootstrap(task, metric, gold, a, b, resamples=60, seed=[3, 4], resample_runs=False)
+    draws = np.random.default_rng([3, 4])
+    slow = [metric_gain(task, metric, gold, a, b, draws.integers(0, 40, size=40)) for _ in range(60)]
+    np.testing.assert_allclose(fixed.distribution, slow, rtol=1e-9, atol=1e-12)
+    assert not fixed.runs_resampled
     assert result.gain == pytest.approx(metric_gain(task, metric, gold, preds[:2], preds[2:]), abs=1e-12)
     # a plausible wrong "gain": the best B run minus the best A run is another number here
     best = max(compute_metrics(task, p, gold)[metric] for p in preds[2:]) - \
@@ -80,27 +92,35 @@ def test_blocks_do_not_change_the_draws(monkeypatch):
 
     task = get_task("mrpc")
     gold, preds = fake_runs("mrpc", 30, 2, 0.3, np.random.default_rng(5))
-    whole = paired_bootstrap(task, "f1", gold, preds[:1], preds[1:], resamples=50, seed=9)
+    gold, preds = fake_runs("mrpc", 30, 4, 0.3, np.random.default_rng(5))
+    whole = paired_bootstrap(task, "f1", gold, preds[:2], preds[2:], resamples=50, seed=9)
     monkeypatch.setattr(bootstrap, "BLOCK_ENTRIES", 30 * 7)  # blocks of 7 resamples
-    blocked = paired_bootstrap(task, "f1", gold, preds[:1], preds[1:], resamples=50, seed=9)
+    blocked = paired_bootstrap(task, "f1", gold, preds[:2], preds[2:], resamples=50, seed=9)
     np.testing.assert_array_equal(whole.distribution, blocked.distribution)
 
 
 def test_monte_carlo_converges_to_the_exact_bootstrap_of_a_tiny_split():
-    """Every resample of 6 examples (as a multiset, with its multinomial probability), scored with sklearn."""
+    """Every resample of 6 examples (as a multiset, with its multinomial probability) and every draw of 2 runs
+    from each arm's 2 (16 equally likely pairs of draws), scored with sklearn."""
     task = get_task("cola")
     gold = [1, 1, 0, 0, 1, 0]
     preds_a = [[1, 0, 0, 1, 1, 0], [1, 1, 1, 0, 0, 0]]
     preds_b = [[1, 1, 0, 0, 1, 1], [0, 1, 0, 0, 1, 0]]
     n = len(gold)
     exact_mean = exact_below = exact_above = 0.0
+    run_draws = list(itertools.product(range(2), repeat=2))
     for multiset in itertools.combinations_with_replacement(range(n), n):
         counts = np.bincount(multiset, minlength=n)
-        probability = multinomial.pmf(counts, n, [1 / n] * n)
-        gain = metric_gain(task, "mcc", gold, preds_a, preds_b, multiset)
-        exact_mean += probability * gain
-        exact_below += probability * (gain <= 0)
-        exact_above += probability * (gain >= 0)
+        probability = multinomial.pmf(counts, n, [1 / n] * n) / len(run_draws) ** 2
+        scores_a = [compute_metrics(task, [p[i] for i in multiset], [gold[i] for i in multiset])["mcc"]
+                    for p in preds_a]
+        scores_b = [compute_metrics(task, [p[i] for i in multiset], [gold[i] for i in multiset])["mcc"]
+                    for p in preds_b]
+        for draw_a, draw_b in itertools.product(run_draws, run_draws):
+            gain = np.mean([scores_b[j] for j in draw_b]) - np.mean([scores_a[j] for j in draw_a])
+            exact_mean += probability * gain
+            exact_below += probability * (gain <= 0)
+            exact_above += probability * (gain >= 0)
     resamples = 20000
     result = paired_bootstrap(task, "mcc", gold, preds_a, preds_b, resamples=resamples, seed=1)
     error = result.distribution.std() / math.sqrt(resamples)
@@ -156,14 +176,38 @@ def test_the_average_of_columns_bootstraps_each_column_on_its_own_draws():
 
 
 def test_interval_and_p_value_from_a_known_distribution():
-    distribution = np.array([-1.0, 1.0, 2.0, 3.0, np.nan])
+    # 79 finite resamples -1, 1, 2, ..., 78 (and a NaN): j = floor(0.05 * 80 / 2) = 2, so the interval is the
+    # 2nd and 78th smallest; one resample at or below 0 -> p = 2 (1 + 1) / 80
+    distribution = np.array([np.nan, 5.0, -1.0, *range(1, 5), *range(6, 79)])
     result = summarize(1.5, distribution, 10)
-    # four finite resamples: one at or below 0, three at or above -> p = 2 * (1 + 1) / (4 + 1)
-    assert result.p_value == pytest.approx(0.8)
-    assert (result.low, result.high) == pytest.approx(tuple(np.percentile([-1, 1, 2, 3], [2.5, 97.5])))
+    assert result.p_value == pytest.approx(0.05) and not result.p_at_floor
+    assert (result.low, result.high) == (1.0, 77.0)
+    assert result.significant  # excludes 0, and p <= 0.05: the same statement
     assert math.isnan(summarize(math.nan, distribution, 10).low)
     identical = summarize(0.0, np.zeros(100), 10)
     assert identical.p_value == 1.0 and identical.low == identical.high == 0.0
+    assert math.isnan(summarize(0.5, np.arange(38.0), 10).low)  # under 39 finite resamples: no 95% interval
+    floor = summarize(0.5, np.arange(1.0, 40.0), 10)
+    assert floor.p_value == pytest.approx(2 / 40) and floor.p_at_floor and floor.low == 1.0
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(39, 3000), st.integers(0, 200), st.booleans(), st.integers(0, 2**32 - 1))
+def test_the_interval_excludes_0_exactly_when_p_is_at_most_005(size, far, upper, seed):
+    """One rule: for any sorted resamples, [g(j), g(R+1-j)] excludes 0 iff p <= 0.05 (checked in exact fractions)."""
+    from fractions import Fraction
+
+    far = min(far, size)
+    rng = np.random.default_rng(seed)
+    values = np.concatenate([-rng.uniform(0, 1, far), rng.uniform(1e-6, 1, size - far)])  # `far` at or below 0
+    values = -values if upper else values
+    result = summarize(float(np.median(values)), rng.permutation(values), 10)
+    p_exact = min(Fraction(1), Fraction(2 * (min(far, size - far) + 1), size + 1))
+    assert result.p_value == pytest.approx(float(p_exact))
+    assert result.significant == (p_exact <= Fraction(1, 20))
+    j = (size + 1) // 40  # floor(0.05 (R + 1) / 2)
+    ordered = np.sort(values)
+    assert (result.low, result.high) == (ordered[j - 1], ordered[size - j])
 
 
 @settings(max_examples=60, deadline=None)

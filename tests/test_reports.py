@@ -37,7 +37,8 @@ NINE = [("cola", "cola", "validation", "mcc"), ("sst2", "sst2", "validation", "a
         ("stsb", "stsb", "validation", "pearson")]
 SIZES = [20000, 100000]
 PARAMS = {
-    "profile": "embedded",
+    "profile": "small",  # real-data words; synthetic data (embedded) judges nothing: test_synthetic_data_...
+    "data": {"source": "local"},
     "dict_sizes": SIZES,
     "dict_size": 100000,
     "chunker": {"tagger": "data/tagger.json"},
@@ -67,10 +68,10 @@ def _rng(*key) -> np.random.Generator:
     return np.random.default_rng(zlib.crc32("/".join(map(str, key)).encode()))
 
 
-def _split_rows(task, split: str, rng, labeled: bool):
+def _split_rows(task, split: str, rng, labeled: bool, error: float | None = None):
     """(gold strings, pred strings, gold ids, pred ids) for one fake split; gold depends only on task and split."""
     gold_rng = _rng(task.name, split)
-    error = rng.uniform(0.1, 0.45)
+    error = rng.uniform(0.1, 0.45) if error is None else error
     if task.is_regression:
         gold = gold_rng.uniform(0, 5, N_EXAMPLES)
         pred = np.clip(gold + rng.normal(0, 3 * error, N_EXAMPLES), 0, 5)
@@ -88,8 +89,9 @@ def _split_rows(task, split: str, rng, labeled: bool):
 
 
 def _write_run(root: Path, study: str, backbone: str, task_name: str, variant: str, seed: int,
-               score_test: bool = True, absent_test: bool = False) -> None:
-    """``absent_test``: the run's data had train and dev only (no test predictions, ``splits.absent``)."""
+               score_test: bool = True, absent_test: bool = False, error: float | None = None) -> None:
+    """``absent_test``: the run's data had train and dev only (no test predictions, ``splits.absent``);
+    ``error``: the share of examples predicted wrong (default: drawn per run)."""
     task = get_task(task_name)
     rng = _rng(study, backbone, task_name, variant, seed)
     path = root / study / backbone / task_name / variant / f"seed{seed}"
@@ -98,7 +100,7 @@ def _write_run(root: Path, study: str, backbone: str, task_name: str, variant: s
     absent = [s for s in task.all_splits if absent_test and task.splits[s].optional]
     for split in [s for s in (*task.eval_splits, *task.test_splits) if s not in absent]:
         labeled = split in task.eval_splits
-        gold, pred, gold_ids, pred_ids = _split_rows(task, split, rng, labeled)
+        gold, pred, gold_ids, pred_ids = _split_rows(task, split, rng, labeled, error)
         if (study, task_name, variant, seed) == CONSTANT_RUN:  # a run that learned nothing: one class always
             pred, pred_ids = [task.label_names[1]] * len(pred), [1] * len(pred_ids)
         lines = "".join(f"{i}\t{g}\t{p}\n" for i, (g, p) in enumerate(zip(gold, pred)))
@@ -206,9 +208,9 @@ def test_every_file_is_written_and_states_the_profile(tree):
     written = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file())
     assert written == sorted(EXPECTED_FILES)
     for n in range(1, 9):
-        assert (out / f"tables/table{n}.md").read_text().startswith("Profile: embedded — synthetic data")
-        assert (out / f"tables/table{n}.tex").read_text().startswith("% Profile: embedded")
-        assert set(pd.read_csv(out / f"tables/table{n}.csv")["profile"]) == {"embedded"}
+        assert (out / f"tables/table{n}.md").read_text().startswith("Profile: small — real task data")
+        assert (out / f"tables/table{n}.tex").read_text().startswith("% Profile: small")
+        assert set(pd.read_csv(out / f"tables/table{n}.csv")["profile"]) == {"small"}
     assert (out / "figures/figure3.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert (out / "figures/figure4.pdf").read_bytes()[:5] == b"%PDF-"
     assert "tiny (for bert-base-uncased)" in (out / "tables/table1.md").read_text()
@@ -395,7 +397,7 @@ def test_figure_data_and_metrics(tree):
 
 def test_figure2_brackets_spans_of_present_methods(tree):
     text = (tree / "out/figures/figure2.md").read_text()
-    assert text.startswith("Profile: embedded")
+    assert text.startswith("Profile: small")
     assert "### idx 0" in text and "### idx 1" in text and "### idx 2" not in text
     assert "n-gram (main dictionary), 100000 entries: `[w00 w01] [w02 w03 w04]`" in text
     assert "random: `[w00] [w01 w02 w03 w04]`" in text
@@ -590,9 +592,15 @@ def _seed_mean(tree: Path, study: str, backbone: str, task: str, variant: str, s
 
 
 def _judge_by_hand(low: float, high: float, paper: float) -> str:
-    if low <= 0 <= high or high < 0:
-        return "not reproduced"
-    return "larger than published" if low > paper else "smaller than published" if high < paper else "reproduced"
+    """README "Verdicts" for a published gain P > 0."""
+    assert paper > 0
+    if high < 0:
+        return "opposite sign"
+    if high < paper:
+        return "smaller than published"
+    if low <= 0:
+        return "inconclusive"
+    return "larger than published" if low > paper else "reproduced"
 
 
 def test_table1_paper_rows_are_labelled_test_and_never_differenced(tree):
@@ -671,7 +679,8 @@ def test_table2_pairs_each_seed_and_pools_them_in_the_bootstrap(tree):
             b = (frames[1]["pred"] == frames[1]["gold"]).to_numpy()
             row = table[(table["task"] == task) & (table["comparison"] == f"seed {seed}")].iloc[0]
             assert (row["only_a_correct"], row["only_b_correct"]) == (np.sum(a & ~b), np.sum(~a & b))
-        pooled = table[(table["task"] == task) & (table["comparison"] == "bootstrap (all seeds)")].iloc[0]
+        pooled = table[(table["task"] == task) & (table["comparison"] == "bootstrap")].iloc[0]
+        assert pooled["interval"] == "seeds and examples"
         metric = get_task(task).main_metric
         expected = 100 * (_seed_mean(tree, "glue", "tiny", task, "sf", split, metric)
                           - _seed_mean(tree, "glue", "tiny", task, "baseline", split, metric))
@@ -720,7 +729,7 @@ def test_dev_test_tables_show_ours_minus_paper_on_matching_splits(tree):
 def test_index_opens_with_inputs_verdicts_and_flagged_runs(tree):
     index = (tree / "out/index.md").read_text()
     summary = index[:index.index("# Reports")]
-    assert summary.startswith("Profile: embedded")
+    assert summary.startswith("Profile: small")
     assert "- Backbones: tiny: source build, id_or_path data/backbones/tiny, digest 0123456789ab…" in summary
     assert "not recorded" in summary  # the other studies' runs carry no inputs block
     assert "cola: source synthetic, digest cola-digest" in summary
@@ -810,3 +819,88 @@ def test_the_profile_line_names_the_data_sources_that_contradict_the_profile(pro
     assert params.profile == want
     line = profile_line(params.profile)
     assert ("synthetic data" in line) == (want == "embedded")
+
+
+# ------------------------------------------------------------------------------------------- verdict words
+
+
+VERDICT_WORDS = ("reproduced", "larger than published", "smaller than published", "opposite sign", "inconclusive")
+
+
+def _verdict_lines(files: dict[str, bytes]) -> list[str]:
+    return [line for name, text in files.items() if name.endswith(".md")
+            for line in text.decode().splitlines() if line.startswith(("- **", "- Table "))]
+
+
+def test_synthetic_data_gives_no_verdict_on_the_paper(tree):
+    params = copy.deepcopy(PARAMS)
+    params["profile"], params["data"] = "embedded", {"source": "synthetic"}
+    files = build_reports(params, tree / "runs", tree / "segmented")
+    lines = [line for line in _verdict_lines(files) if "**" in line]
+    verdicts = pd.read_csv(io.BytesIO(files["tables/verdicts.csv"]))
+    assert len(verdicts) > 8 and set(verdicts["verdict"]) == {"synthetic: no verdict on the paper"}
+    assert len(lines) == 2 * len(verdicts)  # each line in its table and in the index
+    for line in lines:
+        assert "**synthetic: no verdict on the paper**" in line and "checks the machinery, not the method" in line
+    text = b"".join(files[name] for name in files if name.endswith((".md", ".csv", ".tex"))).decode()
+    assert "larger than published" not in text and "smaller than published" not in text
+
+
+def test_one_seed_per_arm_makes_no_inference_about_the_method(tree):
+    params = copy.deepcopy(PARAMS)
+    for study in params["studies"].values():
+        study["seeds"] = [1]
+    files = build_reports(params, tree / "runs", tree / "segmented")
+    verdicts = pd.read_csv(io.BytesIO(files["tables/verdicts.csv"]))
+    gains = verdicts[verdicts["table"].isin([1, 4, 5, 6, 7, 8])]
+    assert set(gains["verdict"]) == {"no inference (1 seed)"} and set(gains["interval"]) == {"examples only"}
+    assert set(verdicts[verdicts["table"] == 2]["verdict"]) == {"no inference (1 seed)"}
+    table1 = files["tables/table1.md"].decode()
+    line = next(line for line in table1.splitlines() if line.startswith("- **"))
+    assert "example-level 95% CI [" in line and "speaks of these trained runs, not of the method" in line
+    assert "gain, 95% CI (dev; examples only)" in table1 and "pooled" not in table1
+    assert not any(f"**{word}**" in line for line in _verdict_lines(files) for word in VERDICT_WORDS)
+
+
+def _controlled_glue_runs(root: Path, errors: dict[tuple[str, str], float], seeds: list[int]) -> None:
+    """Glue runs of ``tiny`` whose error rate per (task, variant) is fixed, so a gain's sign is known."""
+    for (task, variant), error in errors.items():
+        for seed in seeds:
+            _write_run(root, "glue", "tiny", task, variant, seed, error=error)
+
+
+def test_table2_counts_only_significant_gains_in_sfs_favour(tree, tmp_path):
+    # qnli: SF wrong on 5% where the baseline is wrong on 50%; rte: the reverse (a significant loss)
+    errors = {("qnli", "baseline"): 0.5, ("qnli", "sf"): 0.05, ("rte", "baseline"): 0.05, ("rte", "sf"): 0.5}
+    _controlled_glue_runs(tmp_path / "runs", errors, [1, 2, 3])
+    params = copy.deepcopy(PARAMS)
+    params["studies"] = {"glue": {"backbones": ["tiny"], "tasks": ["qnli", "rte"], "seeds": [1, 2, 3]}}
+    files = build_reports(params, tmp_path / "runs", tree / "segmented")
+    table = pd.read_csv(io.BytesIO(files["tables/table2.csv"])).query("comparison == 'bootstrap'").set_index("task")
+    assert table.loc["qnli", "ci_low_pct"] > 0 and table.loc["rte", "ci_high_pct"] < 0  # both significant
+    assert set(table["interval"]) == {"seeds and examples"}
+    verdict = pd.read_csv(io.BytesIO(files["tables/verdicts.csv"])).query("table == 2").iloc[0]
+    assert verdict["verdict"] == "not reproduced"
+    assert "on 1 of 2 tasks, significantly worse on 1" in verdict["comparison"]
+
+
+def test_table4_judges_the_papers_gain_over_our_columns_only(tree):
+    verdict = pd.read_csv(tree / "out/tables/verdicts.csv").query("table == 4").iloc[0]
+    base, sf = _paper_row("table4", "roberta-large", "baseline"), _paper_row("table4", "roberta-large", "sf")
+    ours = PARAMS["studies"]["backbones"]["tasks"]  # cola, mrpc, qqp: (0.9 + 1.9 + 0.0) / 3
+    assert verdict["paper_gain_pct"] == pytest.approx(np.mean([sf[c] - base[c] for c in ours]))
+    nine = [column for column, *_ in NINE]  # the paper's nine columns give 6.2 / 9, another number
+    assert abs(verdict["paper_gain_pct"] - np.mean([sf[c] - base[c] for c in nine])) > 0.2
+    assert "the same 3 columns" in verdict["paper_scope"]
+
+
+def test_tables_7_and_8_judge_the_papers_dev_gain_not_its_test_gain(tree):
+    verdicts = pd.read_csv(tree / "out/tables/verdicts.csv")
+    ner = verdicts.query("table == 8").iloc[0]
+    base, sf = _paper_row("table8", "bert-base-uncased", "baseline"), _paper_row("table8", "bert-base-uncased", "sf")
+    assert sf["dev"] - base["dev"] != pytest.approx(sf["test"] - base["test"])  # 0.4 on dev, 0.5 on test
+    assert ner["paper_gain_pct"] == pytest.approx(sf["dev"] - base["dev"])
+    encoders = verdicts.query("table == 7").set_index("comparison")
+    cnn_cnn, cnn_max = _paper_row("table7", None, "cnn-cnn"), _paper_row("table7", None, "cnn-max")
+    assert cnn_cnn["dev"] - cnn_max["dev"] != pytest.approx(cnn_cnn["test"] - cnn_max["test"])  # 0.4 vs 0.2
+    assert encoders.loc["CNN-CNN − CNN-Max", "paper_gain_pct"] == pytest.approx(cnn_cnn["dev"] - cnn_max["dev"])

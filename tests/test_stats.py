@@ -29,7 +29,7 @@ def hand_exact(b: int, c: int) -> float:
 
 
 def hand_chi2(b: int, c: int) -> tuple[float, float]:
-    statistic = (abs(b - c) - 1) ** 2 / (b + c)
+    statistic = max(0, abs(b - c) - 1) ** 2 / (b + c)  # the correction never pushes |b - c| below 0
     return statistic, chi2.sf(statistic, 1)
 
 
@@ -61,6 +61,19 @@ def test_chi_square_with_continuity_correction_from_25_discordant_pairs():
 def test_boundary_24_is_exact_and_25_is_chi2():
     assert mcnemar_from_correct(*paired(5, 12, 12, 5)).method == "exact"
     assert mcnemar_from_correct(*paired(5, 12, 13, 5)).method == "chi2"
+
+
+@pytest.mark.parametrize("discordant", [25, 30, 200])
+def test_equal_discordant_counts_give_statistic_0_and_p_1(discordant):
+    """b = c: no evidence either way. statsmodels' corrected formula (|b - c| - 1)^2 / (b + c) would give
+    1 / (b + c) and p < 1 (0.897 at b = c = 30)."""
+    result = mcnemar_from_correct(*paired(10, discordant // 2, discordant - discordant // 2, 4))
+    if discordant % 2 == 0:
+        assert result.method == "chi2" and result.statistic == 0.0 and result.p_value == 1.0
+    else:  # b = 12, c = 13: |b - c| - 1 = 0 as well
+        assert result.statistic == 0.0 and result.p_value == 1.0
+    exact = mcnemar_from_correct(*paired(10, 6, 6, 4))  # 12 discordant: the exact test, statistic min(b, c)
+    assert exact.method == "exact" and exact.statistic == 6 and exact.p_value == 1.0
 
 
 def test_no_discordant_pairs_gives_p_one():

@@ -196,6 +196,7 @@ _AT_LEAST_ONE = ("corpus.tokens", "corpus.tagged_sentences", "ngrams.min_count",
                  "reports.bootstrap.resamples")
 _SEEDS = ("corpus.seed", "data.synthetic.seed", "segmentation.random_seed",
           "reports.bootstrap.seed")
+BOOTSTRAP_MIN_RESAMPLES = 39  # spanft.report.bootstrap.MIN_RESAMPLES (params import no report code)
 MAX_N = 5  # the paper counts and matches n-grams of 2 to 5 words; longer ones were never studied
 SEED_LIMIT = 2**32  # numpy and torch seeds: 0 .. 2**32 - 1
 
@@ -204,6 +205,9 @@ def _check_counts(tree: dict, path) -> None:
     for dotted in _AT_LEAST_ONE:
         if _get(tree, dotted) < 1:
             raise SpanftError(f"{path}: {dotted} must be at least 1, found {_get(tree, dotted)!r}")
+    if _get(tree, "reports.bootstrap.resamples") < BOOTSTRAP_MIN_RESAMPLES:
+        raise SpanftError(f"{path}: reports.bootstrap.resamples must be at least {BOOTSTRAP_MIN_RESAMPLES} (a 95% "
+                          f"interval needs 2/(R+1) <= 0.05), found {_get(tree, 'reports.bootstrap.resamples')!r}")
     sizes = tree["dict_sizes"]
     if not sizes or any(not isinstance(s, int) or isinstance(s, bool) or s <= 0 for s in sizes):
         raise SpanftError(f"{path}: dict_sizes must be a non-empty list of positive integers, found {sizes!r}")

@@ -1,14 +1,28 @@
-"""Paired bootstrap over dev examples that pools every seed: how sure is SF's gain over the baseline?
+"""Two-level paired bootstrap: how sure is the gain of one way of training (SF) over another (the baseline)?
 
-One resample draws the split's examples with replacement (the same draw for every run, so runs stay paired);
-on it, each run's metric is recomputed and the gain is mean over SF seeds minus mean over baseline seeds.
-Seed-to-seed variation and example sampling both enter the interval, where a best-run McNemar test sees
-neither. From the resampled gains:
+The question is about a *method*, so the interval must carry both sources of chance: which dev examples the
+split holds, and which training runs (seeds) each arm got. One resample
 
-- the 95% interval is their 2.5th and 97.5th percentiles (percentile bootstrap);
-- the two-sided p-value is ``min(1, 2 * (min(#gains <= 0, #gains >= 0) + 1) / (R + 1))``: twice the share of
-  resamples on the far side of zero, with the +1 that keeps a finite number of resamples from claiming p = 0.
-  p < 0.05 goes with an interval that excludes 0.
+1. draws the split's examples with replacement (one draw shared by every run, so the runs stay paired), and
+2. draws, within each arm holding two or more runs, as many runs as it has, with replacement;
+
+on it each drawn run's metric is recomputed and the gain is the mean over B's drawn runs minus the mean over
+A's. An arm of one run cannot resample its runs: with one run in either arm the interval covers example
+sampling only — it speaks of these trained runs, not of the method (:attr:`BootstrapResult.runs_resampled`).
+``resample_runs=False`` gives the example-level bootstrap of earlier versions (runs held fixed), kept to
+measure what it gets wrong (tests/test_bootstrap_calibration.py: with a seed-to-seed spread and no effect,
+it calls a null gain significant several times more often than its nominal 5%).
+
+Interval and p-value are one rule (:func:`summarize`). With the R finite resampled gains sorted,
+g(1) <= ... <= g(R), the (1 - a) interval is [g(j), g(R + 1 - j)] with j = floor(a (R + 1) / 2), and the
+two-sided p-value is ``min(1, 2 (min(#gains <= 0, #gains >= 0) + 1) / (R + 1))``. For every level a the
+interval excludes 0 exactly when p <= a: p is the level at which the interval reaches 0. The +1 keeps a
+finite number of resamples from claiming p = 0: the smallest p is 2 / (R + 1), an upper bound, written
+``p ≤ 2/(R+1)``. The 95% interval needs j >= 1, that is R >= 39 finite resamples; with fewer there is none.
+
+Draws, from ``numpy.random.default_rng(seed)``: first A's run choices ``integers(0, k_a, size=(R, k_a))``
+(only when A has k_a >= 2 runs and runs are resampled), then B's likewise, then the examples, block by block,
+``integers(0, n, size=(block, n))``.
 
 Vectorised: every metric is a function of per-example sums (a confusion matrix; Pearson's moments; entity
 counts per sentence), so a block of resamples is one matrix product of resample counts with per-example
@@ -18,7 +32,7 @@ statistics — no Python loop over resamples or examples.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
@@ -27,12 +41,18 @@ from spanft.data.registry import TaskSpec
 from spanft.errors import SpanftError
 
 CONFIDENCE = 0.95
+MIN_RESAMPLES = 39  # the fewest resamples whose 95% interval has j = floor(0.05 (R + 1) / 2) >= 1
 BLOCK_ENTRIES = 4_000_000  # resample x example counts held at once (32 MB of float64)
 
 
 @dataclass(frozen=True)
 class BootstrapResult:
-    """The gain on the full split (metric units, not percent), its interval, p-value and resampled gains."""
+    """The gain on the full split (metric units, not percent), its interval, p-value and resampled gains.
+
+    ``runs_a`` / ``runs_b``: the runs (seeds) per arm; ``runs_resampled``: whether the resamples drew runs
+    as well as examples — true when runs were resampled and both arms hold two or more (the fewest over the
+    columns of an average).
+    """
 
     gain: float
     low: float
@@ -41,6 +61,24 @@ class BootstrapResult:
     resamples: int
     n_examples: int
     distribution: np.ndarray = field(repr=False, compare=False)
+    runs_a: int = 1
+    runs_b: int = 1
+    runs_resampled: bool = False
+
+    @property
+    def finite(self) -> int:
+        """Resamples with a finite gain (R of the interval and of the p-value)."""
+        return int(np.sum(np.isfinite(self.distribution)))
+
+    @property
+    def p_at_floor(self) -> bool:
+        """True when no resample fell on the far side of 0: p is then the bound 2 / (R + 1)."""
+        return not math.isnan(self.p_value) and self.p_value <= 2 / (self.finite + 1) * (1 + 1e-12)
+
+    @property
+    def significant(self) -> bool:
+        """The 95% interval excludes 0 (equivalently p <= 0.05)."""
+        return not math.isnan(self.low) and (self.low > 0 or self.high < 0)
 
 
 # ------------------------------------------------------------------------------------------- statistics
@@ -106,11 +144,12 @@ def metric_from_sums(task: TaskSpec, metric: str, sums: np.ndarray) -> np.ndarra
 
 
 def paired_bootstrap(task: TaskSpec, metric: str, gold: Sequence, preds_a: Sequence[Sequence],
-                     preds_b: Sequence[Sequence], resamples: int, seed: int | Sequence[int]) -> BootstrapResult:
-    """Gain of B over A (mean over B's runs minus mean over A's runs of ``metric``) and its bootstrap.
+                     preds_b: Sequence[Sequence], resamples: int, seed: int | Sequence[int],
+                     resample_runs: bool = True) -> BootstrapResult:
+    """Gain of B over A (mean over B's runs minus mean over A's runs of ``metric``) and its two-level bootstrap.
 
-    ``gold`` and every prediction list follow the same example order; ``seed`` seeds numpy's default_rng,
-    which draws each block of resamples as ``integers(0, n, size=(block, n))``.
+    ``gold`` and every prediction list follow the same example order; ``seed`` seeds numpy's default_rng
+    (the draws are listed in the module's docstring). ``resample_runs=False``: examples only, runs held fixed.
     """
     if not preds_a or not preds_b:
         raise SpanftError("bootstrap: each side needs at least one run")
@@ -122,37 +161,53 @@ def paired_bootstrap(task: TaskSpec, metric: str, gold: Sequence, preds_a: Seque
     blocks = [example_statistics(task, metric, gold, pred) for pred in [*preds_a, *preds_b]]
     per_run = blocks[0].shape[1]
     statistics = np.concatenate(blocks, axis=1)
+    k_a, k_b = len(preds_a), len(preds_b)
 
-    def gains(sums: np.ndarray) -> np.ndarray:
-        values = metric_from_sums(task, metric, sums.reshape(*sums.shape[:-1], len(blocks), per_run))
-        return values[..., len(preds_a):].mean(axis=-1) - values[..., :len(preds_a)].mean(axis=-1)
+    def run_scores(sums: np.ndarray) -> np.ndarray:  # (..., runs): every run's metric
+        return metric_from_sums(task, metric, sums.reshape(*sums.shape[:-1], len(blocks), per_run))
 
-    gain = float(gains(statistics.sum(axis=0)))
+    full = run_scores(statistics.sum(axis=0))
+    gain = float(full[k_a:].mean() - full[:k_a].mean())
     rng = np.random.default_rng(seed)
+    pick_a = _run_draws(rng, k_a, resamples, resample_runs)
+    pick_b = _run_draws(rng, k_b, resamples, resample_runs) + k_a
     distribution = np.empty(resamples, dtype=np.float64)
     block = max(1, BLOCK_ENTRIES // n)
     for start in range(0, resamples, block):
         size = min(block, resamples - start)
         draws = rng.integers(0, n, size=(size, n))
         counts = np.bincount((draws + n * np.arange(size)[:, None]).ravel(), minlength=size * n)
-        distribution[start:start + size] = gains(counts.reshape(size, n).astype(np.float64) @ statistics)
-    return summarize(gain, distribution, n)
+        scores = run_scores(counts.reshape(size, n).astype(np.float64) @ statistics)
+        rows = slice(start, start + size)
+        distribution[rows] = (np.take_along_axis(scores, pick_b[rows], axis=1).mean(axis=1)
+                              - np.take_along_axis(scores, pick_a[rows], axis=1).mean(axis=1))
+    result = summarize(gain, distribution, n)
+    return replace(result, runs_a=k_a, runs_b=k_b, runs_resampled=resample_runs and min(k_a, k_b) >= 2)
+
+
+def _run_draws(rng: np.random.Generator, runs: int, resamples: int, resample_runs: bool) -> np.ndarray:
+    """(resamples, runs) indices of the runs each resample uses: drawn with replacement, or every run once."""
+    if resample_runs and runs >= 2:
+        return rng.integers(0, runs, size=(resamples, runs))
+    return np.broadcast_to(np.arange(runs), (resamples, runs))
 
 
 def summarize(gain: float, distribution: np.ndarray, n_examples: int) -> BootstrapResult:
-    """Interval and p-value of resampled gains (NaN resamples, e.g. a constant Pearson input, are left out)."""
-    finite = distribution[np.isfinite(distribution)]
-    if math.isnan(gain) or finite.size == 0:
+    """Interval and p-value of resampled gains by the one rule of the module's docstring (NaN resamples, e.g.
+    a constant Pearson input, are left out; fewer than 39 finite ones give no interval)."""
+    finite = np.sort(distribution[np.isfinite(distribution)])
+    size = finite.size
+    rank = math.floor((1 - CONFIDENCE) * (size + 1) / 2 + 1e-9)  # j: the interval is [g(j), g(R + 1 - j)]
+    if math.isnan(gain) or rank < 1:
         return BootstrapResult(math.nan, math.nan, math.nan, math.nan, distribution.size, n_examples, distribution)
-    tail = (1 - CONFIDENCE) / 2
-    low, high = np.quantile(finite, [tail, 1 - tail])
     far_side = min(int(np.sum(finite <= 0)), int(np.sum(finite >= 0)))
-    p_value = min(1.0, 2 * (far_side + 1) / (finite.size + 1))
+    p_value = min(1.0, 2 * (far_side + 1) / (size + 1))
+    low, high = finite[rank - 1], finite[size - rank]
     return BootstrapResult(gain, float(low), float(high), p_value, distribution.size, n_examples, distribution)
 
 
 def mean_of(results: Sequence[BootstrapResult]) -> BootstrapResult:
-    """The gain of an average over columns, each bootstrapped on its own examples with its own draws."""
+    """The gain of an average over columns, each bootstrapped on its own examples and runs with its own draws."""
     if not results:
         raise SpanftError("bootstrap: no columns to average")
     sizes = {result.distribution.size for result in results}
@@ -160,4 +215,6 @@ def mean_of(results: Sequence[BootstrapResult]) -> BootstrapResult:
         raise SpanftError(f"bootstrap: columns with different resample counts {sorted(sizes)}")
     distribution = np.mean([result.distribution for result in results], axis=0)
     gain = float(np.mean([result.gain for result in results]))
-    return summarize(gain, distribution, sum(result.n_examples for result in results))
+    summary = summarize(gain, distribution, sum(result.n_examples for result in results))
+    return replace(summary, runs_a=min(r.runs_a for r in results), runs_b=min(r.runs_b for r in results),
+                   runs_resampled=all(r.runs_resampled for r in results))

@@ -1,8 +1,9 @@
-"""Variant against variant on the runs' own predictions: the pooled-seed paired bootstrap and McNemar per seed.
+"""Variant against variant on the runs' own predictions: the two-level paired bootstrap and McNemar per seed.
 
 Both read the runs' ``predictions/<split>.tsv`` files, paired by ``idx``. Each (task, split) column draws its
 resamples from its own stream, ``default_rng([reports.bootstrap.seed, crc32("<task>/<split>")])``: the same
-draws wherever that column is compared, and independent draws for different columns, so the gain of an
+draws wherever that column is compared with as many runs a side, and independent draws (of runs and of
+examples) for different columns, whose runs are different trainings, so the gain of an
 average over columns is bootstrapped by averaging the columns' resampled gains.
 """
 
@@ -17,7 +18,7 @@ import numpy as np
 
 from spanft.data.registry import TaskSpec
 from spanft.errors import SpanftError
-from spanft.report.bootstrap import BootstrapResult, paired_bootstrap
+from spanft.report.bootstrap import MIN_RESAMPLES, BootstrapResult, paired_bootstrap
 from spanft.report.runs import Params, Run
 from spanft.report.stats import McNemarResult, aligned_predictions, mcnemar_test
 
@@ -40,8 +41,9 @@ class Comparisons:
     """Bootstraps and per-seed McNemar tests of run groups, each computed once per report."""
 
     def __init__(self, resamples: int, seed: int):
-        if resamples < 1:
-            raise SpanftError(f"reports.bootstrap.resamples must be positive, found {resamples}")
+        if resamples < MIN_RESAMPLES:
+            raise SpanftError(f"reports.bootstrap.resamples must be at least {MIN_RESAMPLES} (a 95% interval needs "
+                              f"2/(R+1) <= 0.05), found {resamples}")
         self.resamples = resamples
         self.seed = seed
         self._cache: dict[tuple, BootstrapResult] = {}
@@ -59,7 +61,8 @@ class Comparisons:
         return [self.seed, zlib.crc32(f"{task}/{split}".encode())]
 
     def bootstrap(self, runs_a: Sequence[Run], runs_b: Sequence[Run], split: str, metric: str) -> BootstrapResult:
-        """Gain of the B runs over the A runs in ``metric`` on ``split`` (metric units), pooled over seeds."""
+        """Gain of the B runs over the A runs in ``metric`` on ``split`` (metric units): mean over seeds, with the
+        two-level bootstrap (seeds within each arm, then examples) of :func:`paired_bootstrap`."""
         key = (tuple(r.path for r in runs_a), tuple(r.path for r in runs_b), split, metric)
         if key not in self._cache:
             task = runs_a[0].spec

@@ -2,7 +2,9 @@
 
 Each example falls in one cell of the 2x2 table of (A correct?, B correct?). Only the discordant cells
 b (only A correct) and c (only B correct) matter: statsmodels' ``mcnemar`` runs the exact binomial test
-when b + c < 25 and the chi-square test with continuity correction otherwise (the usual rule of thumb).
+when b + c < 25 (statistic: min(b, c)) and the chi-square test with continuity correction otherwise (the usual
+rule of thumb; statistic max(0, |b - c| - 1)^2 / (b + c), so b = c gives 0 and p = 1 where statsmodels'
+unclamped formula gives 1 / (b + c)).
 """
 
 from __future__ import annotations
@@ -51,14 +53,19 @@ def mcnemar_from_correct(correct_a: Sequence[bool], correct_b: Sequence[bool]) -
     discordant = table[0][1] + table[1][0]
     exact = discordant < EXACT_BELOW
     result = mcnemar(table, exact=exact, correction=True)
+    statistic, p_value = float(result.statistic), min(1.0, float(result.pvalue))
+    if not exact and table[0][1] == table[1][0]:
+        # statsmodels computes (|b - c| - 1)^2 / (b + c) = 1 / (b + c) here; the corrected difference is
+        # max(0, |b - c| - 1) = 0: no evidence either way
+        statistic, p_value = 0.0, 1.0
     return McNemarResult(
         n=int(a.size),
         both_correct=table[0][0],
         only_a_correct=table[0][1],
         only_b_correct=table[1][0],
         both_wrong=table[1][1],
-        statistic=float(result.statistic),
-        p_value=min(1.0, float(result.pvalue)),
+        statistic=statistic,
+        p_value=p_value,
         method="exact" if exact else "chi2",
     )
 

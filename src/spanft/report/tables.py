@@ -46,7 +46,16 @@ from spanft.report.runs import (
     summarize,
 )
 from spanft.report.stats import mcnemar_files
-from spanft.report.verdict import PlainVerdict, Verdict, signed
+from spanft.report.verdict import (
+    MACHINERY,
+    NO_INFERENCE,
+    ONE_SEED,
+    SYNTHETIC,
+    PlainVerdict,
+    Verdict,
+    interval_level,
+    signed,
+)
 
 DASH = "—"
 NO_VALUE = "—: no value; in a paper cell, the paper prints none for that row and column."
@@ -63,8 +72,10 @@ AVERAGE_RULE = ("Avg (ours): mean over the study's tasks of each task's first co
                 "Avg (paper rule): the paper's average, the mean of nine columns — CoLA, SST-2, MNLI-m, MNLI-mm, "
                 "QNLI, RTE, MRPC, QQP, STS-B (MNLI counted twice, WNLI left out) — per seed; — when the study "
                 "lacks one of them.")
-SIGNIFICANCE_NOTE = ("95% CI: paired bootstrap over dev examples pooling every seed (mean over seeds of the "
-                     "difference), percentile interval; an Avg's interval resamples each column's examples.")
+SIGNIFICANCE_NOTE = ("95% CI: two-level paired bootstrap — seeds within each arm, then dev examples — of the mean "
+                     "over seeds of each arm's score, percentile interval (README \"Significance\"); with 1 seed per "
+                     "arm it resamples examples only and speaks of these runs, not of the method. An Avg's interval "
+                     "resamples each column's seeds and examples.")
 
 
 def profile_line(profile: str) -> str:
@@ -92,6 +103,13 @@ def mean_sd(summary: Summary) -> str:
 
 def p_value_cell(value: float) -> str:
     return DASH if math.isnan(value) else f"{value:.3g}"
+
+
+def bootstrap_p_cell(result: BootstrapResult | None) -> str:
+    """The bootstrap p-value; at the resampling floor ``≤ 2/(R+1)``, an upper bound."""
+    if result is None or math.isnan(result.p_value):
+        return DASH
+    return f"≤ {result.p_value:.3g}" if result.p_at_floor else p_value_cell(result.p_value)
 
 
 def ci_cell(result: BootstrapResult | None) -> str:
@@ -228,6 +246,12 @@ class TableBuilder:
     def all_runs(self) -> list[Run]:
         """Every run the tables read, once each."""
         return [run for runs in self._cache.values() for run in runs]
+
+    @property
+    def synthetic(self) -> bool:
+        """Synthetic task data (params ``data.source``; without it, the embedded profile): no verdict on the paper."""
+        source = self.params.optional("data.source")
+        return source == "synthetic" if source is not None else str(self.params.optional("profile")) == "embedded"
 
     def backbone_label(self, backbone: str) -> str:
         paper = self.params.paper_name(backbone)
@@ -367,7 +391,9 @@ class TableBuilder:
             data.append({"backbone": backbone, "paper_backbone": self.params.paper_name(backbone),
                          "method": f"{method.key}-baseline", "study": method.study, "variant": method.variant,
                          "column": key, "split": "dev", "statistic": "gain", **_gain_fields(result)})
-        return {**label, "Method": f"{method.label} − baseline", "Statistic": "gain, 95% CI (dev)", **cells}
+        levels = sorted({interval_level(r) for r in [*results.values(), *averages.values()] if r is not None})
+        statistic = f"gain, 95% CI (dev; {', '.join(levels) or 'no runs'})"
+        return {**label, "Method": f"{method.label} − baseline", "Statistic": statistic, **cells}
 
     def _glue_verdict(self, number: int, backbone: str, columns: list[Column], base: dict[str, list[Run]],
                       sf: dict[str, list[Run]], seeds: list[int], paper_table: PaperTable | None) -> Verdict:
@@ -379,7 +405,7 @@ class TableBuilder:
         paper_gain, paper_scope, extra = self._glue_paper_gain(backbone, scope, paper_table)
         return Verdict(number, self.backbone_label(backbone), "SF − baseline",
                        f"the mean of {len(scope)} dev columns ({names}{rule})", result, len(seeds), paper_gain,
-                       paper_scope, extra)
+                       paper_scope, extra, self.synthetic)
 
     def _glue_paper_gain(self, backbone: str, scope: list[Column], paper_table: PaperTable | None):
         base = self._paper_row(paper_table, backbone, "baseline", stand_in=True)
@@ -475,11 +501,11 @@ class TableBuilder:
                     raise SpanftError(f"{path}: not valid JSON ({exc})") from None
         return infos
 
-    # ---- Table 2: McNemar and the pooled-seed bootstrap
+    # ---- Table 2: McNemar and the two-level bootstrap
 
     def table2(self) -> Table:
         title = ("Significance of SF − baseline on the dev sets: McNemar's test of the best runs (the paper's "
-                 "test), McNemar per seed, and the paired bootstrap pooling every seed.")
+                 "test), McNemar per seed, and the two-level bootstrap over seeds and examples (the verdict's).")
         if not self.params.has_study("glue"):
             return self._missing_study(2, title, "glue")
         wanted = self.params.optional("reports.mcnemar_tasks", []) or []
@@ -489,13 +515,13 @@ class TableBuilder:
         rows, data, verdicts = [], [], []
         for backbone in self.params.backbones("glue"):
             paper_row = self._paper_row(paper_table, backbone, "sf")
-            significant = 0
+            results = []
             for task in tasks:
                 row, records, bootstrap = self._significance_row(backbone, task, seeds, paper_row)
                 rows.append(row)
                 data += records
-                significant += bootstrap.p_value < 0.05 and bootstrap.gain > 0
-            verdicts.append(self._table2_verdict(backbone, significant, len(tasks), paper_row))
+                results.append(bootstrap)
+            verdicts.append(self._table2_verdict(backbone, results, paper_row))
         skipped = [task for task in wanted if task not in tasks]
         notes = [] if not skipped else [f"reports.mcnemar_tasks not in the glue study: {', '.join(skipped)}."]
         notes += [
@@ -505,7 +531,9 @@ class TableBuilder:
             "Per seed: McNemar of the baseline and +SF runs that share a seed; the side right more often on the "
             "discordant examples in brackets. A best-run test can look significant either way by seed alone.",
             "Bootstrap: the task's main metric x 100, SF − baseline, mean over seeds, 95% percentile interval and "
-            "two-sided p over resampled dev examples (README \"Significance\").",
+            "two-sided p from one two-level bootstrap — seeds within each arm, then dev examples; the interval "
+            "excludes 0 exactly when p ≤ 0.05; ≤ marks p at the resampling floor 2/(R+1) (README \"Significance\"). "
+            "With 1 seed per arm it resamples examples only: no inference about the method.",
         ]
         return Table(2, title, pd.DataFrame(rows), pd.DataFrame(data), notes, verdicts)
 
@@ -527,27 +555,34 @@ class TableBuilder:
             "p (best runs)": p_value_cell(result.p_value), "p (paper, best runs)": p_value_cell(paper),
             "p per seed": "; ".join(f"s{pair.seed} {p_value_cell(pair.result.p_value)} ({_side(pair.favours)})"
                                     for pair in pairs) or DASH,
-            "SF − baseline, 95% CI (all seeds)": ci_cell(bootstrap),
-            "p (bootstrap, all seeds)": p_value_cell(bootstrap.p_value),
+            "SF − baseline, 95% CI": ci_cell(bootstrap),
+            "p (bootstrap)": bootstrap_p_cell(bootstrap),
+            "resampled": interval_level(bootstrap),
         }
         records = [{**where, "comparison": "best runs", "baseline_seed": base.seed, "sf_seed": span.seed,
                     **result.as_dict(), "paper_p_value": _number(paper, 1.0)}]
         records += [{**where, "comparison": f"seed {pair.seed}", "baseline_seed": pair.seed, "sf_seed": pair.seed,
                      **pair.result.as_dict()} for pair in pairs]
-        records.append({**where, "comparison": "bootstrap (all seeds)", "method": "paired bootstrap",
-                        "metric": base.spec.main_metric, "p_value": bootstrap.p_value, **_gain_fields(bootstrap)})
+        records.append({**where, "comparison": "bootstrap", "method": f"bootstrap ({interval_level(bootstrap)})",
+                        "metric": base.spec.main_metric, **_gain_fields(bootstrap)})
         return row, records, bootstrap
 
-    def _table2_verdict(self, backbone: str, significant: int, tasks: int, paper_row) -> PlainVerdict:
+    def _table2_verdict(self, backbone: str, results: list[BootstrapResult], paper_row) -> PlainVerdict:
         if paper_row is None:
             paper = "the paper has no McNemar row for this backbone"
         else:
             values = [v for v in paper_row.values.values() if v is not None]
             below = sum(v < 0.05 for v in values)
             paper = f"the paper: best-run McNemar p < 0.05 on {below} of {len(values)} tasks"
-        word = "reproduced" if tasks and significant == tasks else "not reproduced"
-        text = (f"SF significantly better (pooled-seed bootstrap p < 0.05, gain > 0) on {significant} of {tasks} "
-                f"tasks; {paper}. Reproduced = significant in SF's favour on every task.")
+        better = sum(result.low > 0 for result in results)  # the interval excludes 0 on SF's side
+        worse = sum(result.high < 0 for result in results)
+        word = "reproduced" if results and better == len(results) else "not reproduced"
+        text = (f"SF significantly better (95% interval above 0, p ≤ 0.05) on {better} of {len(results)} tasks, "
+                f"significantly worse on {worse}; {paper}. Reproduced = significant in SF's favour on every task.")
+        if any(not result.runs_resampled for result in results):
+            word, text = NO_INFERENCE, f"{text} ({ONE_SEED})"
+        if self.synthetic:
+            word, text = SYNTHETIC, f"{text} ({MACHINERY})"
         return PlainVerdict(2, self.backbone_label(backbone), word, text)
 
     # ---- Table 3: cost
@@ -584,10 +619,12 @@ class TableBuilder:
                              "extra_parameters_percent": extra,
                              "paper_extra_parameters_percent": _number(paper_extra, 1.0)})
             extra, ratio = summarize(extras).mean, summarize(ratios).mean
-            verdicts.append(PlainVerdict(3, self.backbone_label(backbone), "cost, no verdict",
-                                         f"SF adds {_fixed(extra, 2)}% parameters (the paper's text: "
-                                         f"{_fixed(paper_extra, 0)}% of a BERT) and takes {_fixed(ratio, 2)}x the "
-                                         f"baseline's fine-tuning time (mean over tasks; measured on this machine)."))
+            text = (f"SF adds {_fixed(extra, 2)}% parameters (the paper's text: {_fixed(paper_extra, 0)}% of a BERT) "
+                    f"and takes {_fixed(ratio, 2)}x the baseline's fine-tuning time (mean over tasks; measured on "
+                    f"this machine).")
+            word = SYNTHETIC if self.synthetic else "cost, no verdict"
+            text += f" ({MACHINERY})" if self.synthetic else ""
+            verdicts.append(PlainVerdict(3, self.backbone_label(backbone), word, text))
         notes = [
             "Mean fine-tuning wall time over seeds (metrics.json train_seconds): measured, so it varies run to run.",
             "Extra parameters: the span module and its classifier input, as % of the backbone's parameters.",
@@ -638,7 +675,7 @@ class TableBuilder:
                 paper, who = self._paper_difference(paper_table, backbone, first, second, "dev", stand_in=True)
                 verdicts.append(Verdict(number, self.backbone_label(backbone), comparison,
                                         f"{spec.name} dev {METRIC_NAMES[metric]}", dev, len(seeds), paper,
-                                        f"dev, {who}"))
+                                        f"dev, {who}", synthetic=self.synthetic))
         notes = [f"{spec.name} {METRIC_NAMES[metric]} x 100 on the {splits['dev']} (dev) and test splits; "
                  f"mean ± sd over {len(seeds)} seeds (sample sd). The paper's columns are the same splits, so "
                  f"ours − paper is shown.",
@@ -722,9 +759,11 @@ def _average_gains(columns: list[Column], results: dict[str, BootstrapResult]) -
 
 def _gain_fields(result: BootstrapResult | None) -> dict:
     if result is None:
-        return {"gain_pct": None, "ci_low_pct": None, "ci_high_pct": None, "p_value": None, "resamples": None}
+        return {"gain_pct": None, "ci_low_pct": None, "ci_high_pct": None, "p_value": None, "p_at_floor": None,
+                "resamples": None, "interval": None}
     return {"gain_pct": _number(result.gain), "ci_low_pct": _number(result.low), "ci_high_pct": _number(result.high),
-            "p_value": _number(result.p_value, 1.0), "resamples": result.resamples}
+            "p_value": _number(result.p_value, 1.0), "p_at_floor": result.p_at_floor, "resamples": result.resamples,
+            "interval": interval_level(result)}
 
 
 def _side(favours: str) -> str:
