@@ -280,7 +280,7 @@ def load_params(path: Path) -> dict:
 
 
 def report(params: dict, table: pd.DataFrame, assumptions: Assumptions, gpu: str, source: str,
-           overhead_source: str, inputs: list[str] | None = None) -> str:
+           overhead_source: str, inputs: list[str] | None = None, gpus: int = 0) -> str:
     lines = [f"Cost model: {source} (profile {params.get('profile', '?')}), GPU-hours on {gpu}", ""]
     for study in table["study"].unique():
         summary = study_summary(table, study)
@@ -292,6 +292,7 @@ def report(params: dict, table: pd.DataFrame, assumptions: Assumptions, gpu: str
     totals = table.groupby("study", sort=False).agg(runs=("variant", "size"), gpu_hours=("gpu_hours", "sum"))
     totals.loc["total"] = [len(table), table["gpu_hours"].sum()]
     lines += ["## total", totals.reset_index().to_string(index=False, float_format=lambda v: f"{v:,.1f}"), ""]
+    lines += wall_clock_lines(table, gpus) if gpus else []
     sizes = ", ".join(f"{name}: {backbone_size(name, params)}" for name in table["backbone"].unique())
     lines += [
         "Assumptions:",
@@ -306,6 +307,27 @@ def report(params: dict, table: pd.DataFrame, assumptions: Assumptions, gpu: str
     ]
     lines += inputs or _token_lines(assumptions)
     return "\n".join(lines)
+
+
+def wall_clock_hours(hours: list[float], gpus: int) -> float:
+    """Hours until the last run ends when ``gpus`` run at once, each run going, in order, to the first GPU free.
+
+    That is how a SLURM job array with ``%gpus`` (``spanft fanout``, one GPU a job) fills up: in submission
+    order, never reordered. Model loading and queue waits are not counted.
+    """
+    free_at = [0.0] * gpus
+    for run in hours:
+        first = min(range(gpus), key=free_at.__getitem__)
+        free_at[first] += run
+    return max(free_at, default=0.0)
+
+
+def wall_clock_lines(table: pd.DataFrame, gpus: int) -> list[str]:
+    hours = table["gpu_hours"].tolist()
+    bound = max(sum(hours) / gpus, max(hours, default=0.0))
+    return [f"On {gpus} GPUs (spanft fanout, one GPU a job, {gpus} at once, runs in plan order): "
+            f"{wall_clock_hours(hours, gpus):,.1f} h wall clock (no schedule beats {bound:,.1f} h: "
+            f"total / {gpus} or the longest run, {max(hours, default=0.0):,.1f} h)", ""]
 
 
 def _token_lines(assumptions: Assumptions) -> list[str]:
@@ -332,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-fraction", type=float, default=0.10,
                         help="evaluation and prediction time as a fraction of training time (default 0.10)")
     parser.add_argument("--params", default=str(HERE.parent / "profiles" / "paper.yaml"), help="params YAML")
+    parser.add_argument("--gpus", type=int, default=8, help="also give the wall clock on this many GPUs (0: no)")
     args = parser.parse_args(argv)
     try:
         params = load_params(Path(args.params))
@@ -341,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
     except CostModelError as exc:
         print(f"cost_model: error: {exc}", file=sys.stderr)
         return 2
-    print(report(params, table, assumptions, gpu, source, overhead_source, inputs))
+    print(report(params, table, assumptions, gpu, source, overhead_source, inputs, gpus=max(0, args.gpus)))
     return 0
 
 

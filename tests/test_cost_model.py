@@ -133,3 +133,12 @@ def test_cli_prints_every_study_and_the_total(tmp_path, capsys):
     assert cost_model.main(["--gpu", "x", "--step-ms-base", "110", "--large-factor", "3.2",
                             "--params", str(tmp_path / "missing.yaml")]) == 2
     assert "missing.yaml: not found" in capsys.readouterr().err
+
+
+def test_wall_clock_fills_the_gpus_in_submission_order():
+    """Hand-worked: runs 3, 1, 1, 1, 2 h on 2 GPUs in order: GPU a takes 3; b takes 1, 1, 1 (ends at 3); the
+    2 h run goes to the first free one at 3 h: 5 h, where sorting the runs first would have given 4 h."""
+    assert cost_model.wall_clock_hours([3, 1, 1, 1, 2], 2) == 5
+    assert cost_model.wall_clock_hours([3, 1, 1, 1, 2], 1) == 8
+    assert cost_model.wall_clock_hours([1.5] * 16, 8) == 3
+    assert cost_model.wall_clock_hours([], 8) == 0

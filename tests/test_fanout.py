@@ -1,9 +1,10 @@
 """`spanft fanout` end to end: a real one-node SLURM cluster, and local processes, against a serial `dvc repro`.
 
-A small embedded project (two GLUE tasks, one seed: four fine-tuning stages, CoLA's of three epochs) is fanned out, one
-job is killed once its first checkpoint is written, the next call sends only that stage (which resumes), the
-head's `dvc repro` restores every run from the run-cache, and the reports equal a serial `dvc repro`'s but for
-Table 3's measured seconds. An edit to one task's hparams then sends that task's runs only. SLURM comes from
+A small embedded project (two GLUE tasks, one seed: four fine-tuning stages, CoLA's of three epochs) runs
+serially with `dvc repro`; a copy of it without its runs (outputs and run-cache gone) is fanned out, one job is
+killed once its first checkpoint is written, the next call sends only that stage (which resumes), the head's
+`dvc repro` restores every run from the run-cache, and the reports equal the serial ones but for Table 3's
+measured seconds. An edit to one task's hparams then sends that task's runs only. SLURM comes from
 scripts/slurm-one-node.sh (it installs slurm-wlm and munge with apt-get where they are missing); where it
 cannot start, the SLURM case says why and skips, except under CI, where it must start.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -85,9 +87,28 @@ def report_lines(project: Path) -> dict[str, list[str]]:
 
 @pytest.fixture(scope="module")
 def serial(tmp_path_factory) -> Path:
-    project = committed_project(tmp_path_factory.mktemp("serial"))
+    """The reference: a serial `dvc repro` of the whole graph."""
+    project = committed_project(tmp_path_factory.mktemp("serial") / "head")
     dvc(project, "repro")
     return project
+
+
+def head_after_serial(serial: Path, path: Path) -> Path:
+    """A copy of the serial project as if its fine-tuning runs had never run: their outputs, what was made
+    from them (submissions, reports), their lock entries and the run-cache are gone.
+
+    Its upstream stages stay done (the fan-out runs them as a no-op), so the jobs re-run exactly the
+    fine-tuning stages, and the reports the join builds can only come from the jobs' runs.
+    """
+    shutil.copytree(serial, path, symlinks=True)
+    shutil.rmtree(path / ".dvc" / "cache" / "runs")
+    for made_from_runs in ("data/runs", "data/submissions", "reports"):
+        shutil.rmtree(path / made_from_runs)
+    lock = yaml.safe_load((path / "dvc.lock").read_text(encoding="utf-8"))
+    for stage in [*FINETUNE, "submission@tiny", "report"]:  # as if they had never run
+        del lock["stages"][stage]
+    (path / "dvc.lock").write_text(yaml.safe_dump(lock, sort_keys=False), encoding="utf-8")
+    return path
 
 
 def slurm_conf(tmp_path_factory) -> str:
@@ -142,7 +163,7 @@ def test_fanout_joins_to_the_serial_reports_resumes_a_killed_job_and_resends_onl
         executor, serial, tmp_path, request):
     extra = request.getfixturevalue("slurm") if executor == "slurm" else {}
     env = env_for(tmp_path / "head", extra)
-    project = committed_project(tmp_path / "head")
+    project = head_after_serial(serial, tmp_path / "head")
     args = ["--executor", executor, "--jobs", "2", "--cpus", "1", "--mem-gb", "2"]
 
     # 1. every fine-tuning stage is a job; one is killed after its first checkpoint: reported, the rest kept
@@ -167,7 +188,7 @@ def test_fanout_joins_to_the_serial_reports_resumes_a_killed_job_and_resends_onl
     # 2. the next call sends only the killed stage, which resumes from its checkpoint; the join runs no run
     code, output = run_fanout(project, args, env)
     assert code == 0, output
-    assert "1 fine-tuning stages to send, 0 up to date, 3 in the run-cache already" in output
+    assert "1 fine-tuning stages to send, 0 up to date, 3 in the cache already" in output
     assert set(manifest(project)) == {KILLED}
     resumed, uninterrupted = (json.loads((p / KILLED_RUN / "metrics.json").read_text()) for p in (project, serial))
     assert (resumed["resumed_from"] or "").startswith("checkpoint-") and uninterrupted["resumed_from"] is None
@@ -175,6 +196,7 @@ def test_fanout_joins_to_the_serial_reports_resumes_a_killed_job_and_resends_onl
         assert resumed[key] == uninterrupted[key], key
     assert ran_stages(output) & FINETUNE == set(), output
     assert all(f"Stage '{stage}' is cached - skipping run" in output for stage in FINETUNE), output
+    assert "Running stage 'report'" in output
     assert report_lines(project) == report_lines(serial)
 
     # 3. an edit to one task's hparams sends that task's runs only

@@ -98,7 +98,7 @@ def fanout(root: Path, settings: ClusterSettings, jobs: int | None, allow_dirty:
         log.info("fanout: the stages the fine-tuning runs read, here in the head (%d)", len(upstream))
         run_dvc(root, "repro", *upstream)
     stale, fresh, cached = stale_finetune_stages(root)
-    log.info("fanout: %d fine-tuning stages to send, %d up to date, %d in the run-cache already",
+    log.info("fanout: %d fine-tuning stages to send, %d up to date, %d in the cache already (the join restores them)",
              len(stale), fresh, cached)
     if stale:
         failed = send(root, head, stale, settings, executor, parallel)

@@ -2,7 +2,8 @@
 
 Everything is read from DVC's own index (``dvc.repo.Repo``): a fine-tuning stage is one whose script
 dependency is ``pipeline/finetune.py``; its upstream is what DVC's graph says it depends on; it must run when
-DVC finds it changed and its run-cache holds no run with the same command, dependencies and params.
+DVC finds it changed and cannot restore it: neither its lock's outputs nor a run of the same command,
+dependencies and params are in the cache.
 """
 
 from __future__ import annotations
@@ -59,10 +60,16 @@ def _dvc_quiet() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def in_run_cache(repo: Repo, stage) -> bool:
-    """Whether DVC's run-cache holds a run of ``stage`` with its current dependencies (a finished job's run)."""
+def restorable(repo: Repo, stage) -> bool:
+    """Whether ``dvc repro`` would check the stage's outputs out instead of running it (what a finished job left).
+
+    As DVC decides: the lock's outputs when the dependencies match the lock and those outputs are cached, else
+    a run-cache entry for the dependencies' current hashes.
+    """
     with _dvc_quiet():
         try:
+            if not stage.changed_stage() and stage.deps_cached() and all(out.hash_info for out in stage.outs):
+                return stage.outs_cached()
             stage.save_deps()  # the dependencies' current hashes, in memory: the run-cache key
             for out in stage.outs:  # forget the lock's outputs, or restore() would take them for the cached run
                 out.hash_info = HashInfo()
@@ -73,10 +80,10 @@ def in_run_cache(repo: Repo, stage) -> bool:
 
 
 def stale_finetune_stages(root: Path) -> tuple[list[StaleStage], int, int]:
-    """The fine-tuning stages to send, how many are up to date, and how many the run-cache already holds.
+    """The fine-tuning stages to send, how many are up to date, and how many the cache can restore.
 
     Call after the upstream stages ran: a stage is stale when DVC finds it changed (``Stage.changed``, what
-    ``dvc status`` reports) and its run-cache holds no matching run.
+    ``dvc status`` reports) and cannot restore it from the cache (:func:`restorable`).
     """
     with open_repo(root) as repo, repo.lock:
         stale, fresh, cached = [], 0, 0
@@ -85,7 +92,7 @@ def stale_finetune_stages(root: Path) -> tuple[list[StaleStage], int, int]:
                 changed = stage.changed()
             if not changed:
                 fresh += 1
-            elif in_run_cache(repo, stage):
+            elif restorable(repo, stage):
                 cached += 1
             else:
                 stale.append(StaleStage(stage.addressing, tuple(upstream_of(repo, [stage]))))
