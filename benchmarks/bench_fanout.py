@@ -1,7 +1,8 @@
 """Wall time of the whole graph through `spanft fanout --executor local --jobs N`, for several N, from clean clones.
 
     python benchmarks/bench_fanout.py --jobs 1 2                # the embedded profile, this repo's HEAD
-    python benchmarks/bench_fanout.py --jobs 1 2 --serial       # and a plain `dvc repro` beside them
+    python benchmarks/bench_fanout.py --jobs 1 2 --serial       # and a plain `dvc repro` first
+    python benchmarks/bench_fanout.py --jobs 2 --slurm 2        # and through SLURM, 2 jobs at once (SLURM_CONF set)
 
 Each case runs in a fresh `git clone` of HEAD (its own DVC cache, nothing cached), one after the other, so
 they do not share the machine. Prints each wall time, the ratios against the first case, and whether the
@@ -46,11 +47,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2], help="the N to measure, in order")
     parser.add_argument("--serial", action="store_true", help="also time a plain `dvc repro` (first)")
+    parser.add_argument("--slurm", type=int, default=0, metavar="N",
+                        help="also through SLURM, N jobs at once of 1 CPU each (last; needs sbatch and SLURM_CONF)")
     parser.add_argument("--work", default=None, help="folder for the clones (default: a temporary one, kept)")
     args = parser.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-fanout-"))
     cases = ([("dvc repro", ["dvc", "repro"])] if args.serial else []) + [
         (f"fanout --jobs {n}", ["spanft", "fanout", "--executor", "local", "--jobs", str(n)]) for n in args.jobs]
+    if args.slurm:
+        cases.append((f"fanout slurm x{args.slurm}", ["spanft", "fanout", "--executor", "slurm", "--jobs",
+                                                      str(args.slurm), "--cpus", "1", "--mem-gb", "4"]))
     results = []
     for index, (name, command) in enumerate(cases):
         project = work / f"case{index}"
