@@ -109,3 +109,44 @@ def test_a_workspace_is_the_commit_plus_the_heads_lock_and_allowed_changes(head,
     (workspace / "data" / "checkpoint").write_text("kept\n", encoding="utf-8")
     prepare_workspace(head, state.commit, snap, workspace, str(cache))  # a re-submitted job: same folder
     assert (workspace / "data" / "checkpoint").read_text() == "kept\n"
+
+
+def test_a_second_fanout_in_the_same_head_is_refused_in_one_line(tmp_path):
+    from filelock import FileLock
+
+    from spanft.cluster.fanout import fanout
+
+    settings = ClusterSettings(executor="local", folder=str(tmp_path / "jobs"))
+    (tmp_path / "jobs").mkdir()
+    with FileLock(tmp_path / "jobs" / "fanout.lock"):
+        with pytest.raises(SpanftError, match="another spanft fanout is running for this head"):
+            fanout(tmp_path, settings, jobs=1, allow_dirty=False, join=False)
+
+
+class _Job:
+    """What outcome() reads of a submitit job: no result file, and the scheduler's state."""
+
+    def __init__(self, tmp_path: Path, state: str):
+        self.job_id, self.state = "7_0", state
+        self.paths = type("Paths", (), {"result_pickle": tmp_path / "7_0_result.pkl"})()
+
+
+@pytest.mark.parametrize("state", ["CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"])
+def test_a_job_that_ended_badly_without_a_result_fails_at_once(tmp_path, state):
+    from spanft.cluster.fanout import Submitted, outcome
+
+    entry = Submitted("glue_sf@tiny-cola-1", _Job(tmp_path, state))
+    assert outcome(entry, {}).startswith(f"ended without a result ({state.lower()}")
+
+
+def test_a_clean_exit_waits_for_its_result_file_before_it_counts_as_failed(tmp_path, monkeypatch):
+    from spanft.cluster import fanout as module
+
+    now = [1000.0]
+    monkeypatch.setattr(module.time, "monotonic", lambda: now[0])
+    entry = module.Submitted("glue_sf@tiny-cola-1", _Job(tmp_path, "RUNNING"))
+    assert module.outcome(entry, {"7_0": "COMPLETED"}) == ""  # the result file may be on its way
+    now[0] += module.RESULT_GRACE_SECONDS - 1
+    assert module.outcome(entry, {"7_0": "COMPLETED"}) == ""
+    now[0] += 2
+    assert module.outcome(entry, {"7_0": "COMPLETED"}).startswith("ended without a result (completed")

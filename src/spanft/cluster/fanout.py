@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import submitit
+from filelock import FileLock, Timeout
 
 from spanft.cluster.job import StageJob
 from spanft.cluster.stages import StaleStage, finetune_upstream, stage_paths, stale_finetune_stages
@@ -33,6 +34,8 @@ log = logging.getLogger("spanft")
 POLL_SECONDS = 2.0
 ENDED_WITHOUT_RESULT = ("CANCELLED", "TIMEOUT", "FAILED", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",
                         "PREEMPTED", "COMPLETED", "INTERRUPTED", "FINISHED", "NO PROCESS AND NO RESULT")
+CLEAN_EXIT = ("COMPLETED", "FINISHED")  # ended well: its result file may still be on its way (a network filesystem)
+RESULT_GRACE_SECONDS = 30.0
 
 
 @dataclass
@@ -41,6 +44,7 @@ class Submitted:
     job: submitit.Job
     slot: int = 0  # local: which of the --jobs places it runs in
     outcome: str = ""  # '' while queued or running, then 'done' or why it failed
+    exited_at: float | None = None  # when the scheduler first said it exited well (waiting for its result file)
 
 
 def executor_name(settings: ClusterSettings) -> str:
@@ -91,7 +95,18 @@ def run_dvc(root: Path, *args: str) -> None:
 def fanout(root: Path, settings: ClusterSettings, jobs: int | None, allow_dirty: bool, join: bool) -> int:
     """Run the head's graph with its fine-tuning stages sent as jobs; 0 when every job and the join succeeded."""
     executor = executor_name(settings)
-    parallel = jobs or settings.max_parallel
+    folder = settings.folder_path(root)
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        with FileLock(folder / "fanout.lock", timeout=0):
+            return _fanout(root, settings, executor, jobs or settings.max_parallel, allow_dirty, join)
+    except Timeout:
+        raise SpanftError(f"{folder / 'fanout.lock'}: another spanft fanout is running for this head; "
+                          f"wait for it to end (or stop it) first") from None
+
+
+def _fanout(root: Path, settings: ClusterSettings, executor: str, parallel: int, allow_dirty: bool,
+            join: bool) -> int:
     head = head_state(root, *stage_paths(root), allow_dirty)
     upstream = finetune_upstream(root)
     if upstream:
@@ -194,8 +209,12 @@ def outcome(entry: Submitted, states: dict[str, str]) -> str:
     if job.paths.result_pickle.exists():
         error = job.exception()
         return "done" if error is None else _last_line(str(error))
-    state = states.get(job.job_id) or job.state
-    if state.upper() in ENDED_WITHOUT_RESULT:
+    state = (states.get(job.job_id) or job.state).upper()
+    if state in CLEAN_EXIT:
+        entry.exited_at = entry.exited_at or time.monotonic()
+        if time.monotonic() - entry.exited_at < RESULT_GRACE_SECONDS:
+            return ""
+    if state in ENDED_WITHOUT_RESULT:
         return f"ended without a result ({state.lower()}: cancelled, killed or out of time)"
     return ""
 
