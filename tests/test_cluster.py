@@ -100,7 +100,8 @@ def test_a_workspace_is_the_commit_plus_the_heads_lock_and_allowed_changes(head,
     workspace = tmp_path / "fanout" / "workspaces" / "stage@1"
     cache = tmp_path / "cache"
     prepare_workspace(head, state.commit, snap, workspace, str(cache))
-    assert "dir = " + str(cache) in (workspace / ".dvc" / "config.local").read_text()
+    config = (workspace / ".dvc" / "config.local").read_text()
+    assert "dir = " + str(cache) in config and "reflink,hardlink,symlink,copy" in config
     assert (workspace / "src" / "code.py").read_text() == "x = 2\n"
     assert not (workspace / "src" / "gone.py").exists()
     assert (workspace / "dvc.lock").read_text() == "after upstream\n"
