@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -134,14 +136,14 @@ class _Job:
 
 @pytest.mark.parametrize("state", ["CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"])
 def test_a_job_that_ended_badly_without_a_result_fails_at_once(tmp_path, state):
-    from spanft.cluster.fanout import Submitted, outcome
+    from spanft.cluster.tracking import Submitted, outcome
 
     entry = Submitted("glue_sf@tiny-cola-1", _Job(tmp_path, state))
     assert outcome(entry, {}).startswith(f"ended without a result ({state.lower()}")
 
 
 def test_a_clean_exit_waits_for_its_result_file_before_it_counts_as_failed(tmp_path, monkeypatch):
-    from spanft.cluster import fanout as module
+    from spanft.cluster import tracking as module
 
     now = [1000.0]
     monkeypatch.setattr(module.time, "monotonic", lambda: now[0])
@@ -151,3 +153,77 @@ def test_a_clean_exit_waits_for_its_result_file_before_it_counts_as_failed(tmp_p
     assert module.outcome(entry, {"7_0": "COMPLETED"}) == ""
     now[0] += 2
     assert module.outcome(entry, {"7_0": "COMPLETED"}).startswith("ended without a result (completed")
+
+
+def test_a_stage_whose_earlier_job_still_runs_is_not_sent_again(tmp_path):
+    from spanft.cluster.fanout import refuse_if_still_running
+    from spanft.cluster.stages import StaleStage
+
+    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "submitit"])  # a live job
+    earlier = tmp_path / "jobs" / "20260101-000000-1"
+    earlier.mkdir(parents=True)
+    (earlier / "jobs.tsv").write_text(f"stage\texecutor\tjob\tlog\nglue_sf@tiny-cola-1\tlocal\t{stand_in.pid}\tx.err\n"
+                                      f"glue_sf@tiny-mrpc-1\tlocal\t{2**22 + 7}\ty.err\n", encoding="utf-8")
+    stale = [StaleStage("glue_sf@tiny-cola-1", ()), StaleStage("glue_sf@tiny-mrpc-1", ())]
+    try:
+        with pytest.raises(SpanftError, match=rf"still queued or running: glue_sf@tiny-cola-1 \(job {stand_in.pid}\);"):
+            refuse_if_still_running(tmp_path, stale)
+        refuse_if_still_running(tmp_path, stale[1:])  # that one's job is gone
+    finally:
+        stand_in.kill()
+        stand_in.wait()
+    refuse_if_still_running(tmp_path, stale)
+
+
+def test_each_submission_keeps_its_jobs_files_apart(tmp_path):
+    """Job ids come back (process ids; a new SLURM counts from 1): an old result must never be read as new."""
+    from spanft.cluster.tracking import new_submission
+
+    first, second = new_submission(tmp_path), new_submission(tmp_path / "x")
+    assert first.parent == tmp_path / "jobs" and first != second and not any(first.iterdir())
+
+
+def test_sbatch_refusing_the_array_is_one_line(tmp_path, monkeypatch):
+    from spanft.cluster.fanout import slurm_executor, submit_array
+    from spanft.cluster.job import StageJob
+
+    fake = tmp_path / "bin" / "sbatch"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'sbatch: error: invalid partition specified: nosuch' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    call = StageJob("glue_sf@tiny-cola-1", (), str(tmp_path), "0" * 40, "snap", "ws", "cache", 1)
+    with pytest.raises(SpanftError) as error:
+        submit_array(slurm_executor(ClusterSettings(partition="nosuch"), tmp_path / "sub", 2), [call])
+    assert "sbatch refused the job array: sbatch: error: invalid partition specified: nosuch" in str(error.value)
+    assert "\n" not in str(error.value)
+
+
+def test_a_failed_job_is_reported_by_its_own_error_not_submitits_trailer(tmp_path):
+    from spanft.cluster.tracking import error_line, log_error
+
+    text = ("Job (task=0) failed during processing with trace:\n----------------------\nTraceback (most recent "
+            "call last):\n  File \"x\", line 1\nspanft.errors.SpanftError: glue_sf@tiny-cola-1: dvc repro exited "
+            "with 255\n\n----------------------\nYou can check full logs with 'job.stderr(0)' and 'job.stdout(0)'"
+            "or at paths:\n  - /f/1_0_log.err\n  - /f/1_0_log.out\n")
+    assert error_line(text) == "glue_sf@tiny-cola-1: dvc repro exited with 255"
+    log = tmp_path / "1_0_log.err"
+    log.write_text("noise\nspanft: error: params.yaml: hparams.cola.lr must be a number\nERROR: failed to "
+                   "reproduce 'glue_sf@tiny-cola-1': failed to run: python pipeline/finetune.py, exited with 2\n")
+    assert log_error(log) == "spanft: error: params.yaml: hparams.cola.lr must be a number"
+    log.write_text("ERROR: failed to reproduce 'glue_sf@tiny-cola-1': exited with 1\n")
+    assert log_error(log).startswith("ERROR: failed to reproduce 'glue_sf@tiny-cola-1'")
+    assert log_error(tmp_path / "missing.err") is None
+
+
+def test_a_second_job_in_the_same_workspace_does_nothing(tmp_path):
+    from filelock import FileLock
+
+    from spanft.cluster.job import StageJob
+
+    workspace = tmp_path / "workspaces" / "glue_sf@tiny-cola-1"
+    call = StageJob("glue_sf@tiny-cola-1", (), str(tmp_path), "0" * 40, "snap", str(workspace), "cache", 1)
+    with FileLock(f"{workspace}.lock"):
+        with pytest.raises(SpanftError, match="another job runs in"):
+            call()
+    assert not workspace.exists()

@@ -14,6 +14,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from filelock import FileLock, Timeout
 from submitit.helpers import Checkpointable
 
 from spanft.cluster.workspace import prepare_workspace
@@ -38,6 +39,14 @@ class StageJob(Checkpointable):
 
     def __call__(self) -> str:
         workspace = Path(self.workspace)
+        workspace.parent.mkdir(parents=True, exist_ok=True)
+        try:  # one job per workspace, ever: a second one would pull the checkout from under the first
+            with FileLock(f"{workspace}.lock", timeout=0):
+                return self._run(workspace)
+        except Timeout:
+            raise SpanftError(f"{self.stage}: another job runs in {workspace}; this one did nothing") from None
+
+    def _run(self, workspace: Path) -> str:
         prepare_workspace(Path(self.head_root), self.commit, Path(self.snapshot), workspace, self.cache_dir)
         code = os.pathsep.join(filter(None, [str(workspace / "src"), os.environ.get("PYTHONPATH")]))
         env = {**os.environ, **{name: str(self.threads) for name in THREAD_VARIABLES},

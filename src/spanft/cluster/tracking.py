@@ -1,0 +1,131 @@
+"""Which job is which, and where each stands: the submission manifests, the scheduler's states, outcomes.
+
+Each submission has its own folder, ``<folder>/jobs/<submission>/``: submitit's files of its jobs and a
+``jobs.tsv`` (stage, executor, job id, log); ``<folder>/jobs.tsv`` is a copy of the latest. Job ids are not
+unique over time (local ids are process ids; a new SLURM controller counts from 1 again), so a job's files are
+only ever read from its own submission's folder. SLURM states come from ``squeue`` (``sacct`` needs an
+accounting database that small clusters lack); a job squeue no longer lists has ended.
+"""
+
+from __future__ import annotations
+
+import getpass
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+import submitit
+
+MANIFEST = "jobs.tsv"
+ACTIVE = ("PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "COMPLETING",
+          "SUSPENDED", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED")
+CLEAN_EXIT = ("COMPLETED", "FINISHED")  # ended well: its result file may still be on its way (a network filesystem)
+RESULT_GRACE_SECONDS = 30.0
+
+
+@dataclass
+class Submitted:
+    stage: str
+    job: submitit.Job
+    slot: int = 0  # local: which of the --jobs places it runs in
+    outcome: str = ""  # '' while queued or running, then 'done' or why it failed
+    exited_at: float | None = None  # when the scheduler first said it exited well (waiting for its result file)
+
+    @property
+    def executor(self) -> str:
+        return "slurm" if isinstance(self.job, submitit.SlurmJob) else "local"
+
+
+def new_submission(folder: Path) -> Path:
+    """A fresh folder for one submission's jobs: ``<folder>/jobs/<time>-<pid>``."""
+    path = folder / "jobs" / f"{time.strftime('%Y%m%d-%H%M%S')}-{psutil.Process().pid}"
+    path.mkdir(parents=True)
+    return path
+
+
+def write_manifest(submission: Path, submitted: list[Submitted]) -> None:
+    """The submission's ``jobs.tsv`` (stage, executor, job id, log), and a copy as ``<folder>/jobs.tsv``."""
+    rows = "".join(f"{s.stage}\t{s.executor}\t{s.job.job_id}\t{s.job.paths.stderr}\n" for s in submitted)
+    text = "stage\texecutor\tjob\tlog\n" + rows
+    (submission / MANIFEST).write_text(text, encoding="utf-8")
+    (submission.parent.parent / MANIFEST).write_text(text, encoding="utf-8")
+
+
+def still_active(folder: Path) -> dict[str, str]:
+    """Stage -> job id of every job of an earlier submission that is still queued or running."""
+    recorded = []
+    for manifest in sorted((folder / "jobs").glob(f"*/{MANIFEST}")):
+        for line in manifest.read_text(encoding="utf-8").splitlines()[1:]:
+            fields = line.split("\t")
+            if len(fields) == 4:
+                recorded.append(fields[:3])
+    slurm = {job for _, executor, job in recorded if executor == "slurm"}
+    live = slurm_states(slurm) if slurm else {}
+    return {stage: job for stage, executor, job in recorded
+            if (live.get(job, "") in ACTIVE if executor == "slurm" else local_job_alive(job))}
+
+
+def local_job_alive(job_id: str) -> bool:
+    """A local job's id is its controller's process id: alive while that process runs submitit."""
+    try:
+        process = psutil.Process(int(job_id))
+        return process.is_running() and "submitit" in " ".join(process.cmdline())
+    except (ValueError, psutil.Error):
+        return False
+
+
+def slurm_states(job_ids: set[str]) -> dict[str, str]:
+    """squeue's state of each of the user's jobs, array elements one by one (``123_4``); {} if squeue fails."""
+    done = subprocess.run(["squeue", "--noheader", "--array", "--states=all", "--format=%i %T",
+                           f"--user={getpass.getuser()}"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        return {}
+    states = dict(line.split(maxsplit=1) for line in done.stdout.splitlines() if len(line.split()) == 2)
+    # squeue forgets a job some minutes after it ended (MinJobAge): one it does not list has ended
+    return {job: states.get(job, "COMPLETED") for job in job_ids}
+
+
+def scheduler_states(submitted: list[Submitted]) -> dict[str, str]:
+    """The scheduler's state of each unfinished SLURM job of this submission; {} for local jobs."""
+    ids = {s.job.job_id for s in submitted if not s.outcome and s.executor == "slurm"}
+    return slurm_states(ids) if ids else {}
+
+
+def outcome(entry: Submitted, states: dict[str, str]) -> str:
+    """'' while the job is queued or running; 'done'; or why it failed (its error, or the state it ended in)."""
+    job = entry.job
+    if job.paths.result_pickle.exists():
+        error = job.exception()
+        return "done" if error is None else log_error(job.paths.stderr) or error_line(str(error))
+    state = (states.get(job.job_id) or job.state).upper()
+    if state in CLEAN_EXIT:
+        entry.exited_at = entry.exited_at or time.monotonic()
+        if time.monotonic() - entry.exited_at < RESULT_GRACE_SECONDS:
+            return ""
+    if state not in ACTIVE and state not in ("UNKNOWN", "READY"):
+        return f"ended without a result ({state.lower()}: cancelled, killed or out of time)"
+    return ""
+
+
+def error_line(text: str) -> str:
+    """The job's own error from submitit's failure text (a traceback, then the paths of the logs)."""
+    lines = [line.strip() for line in text.split("You can check full logs")[0].splitlines()]
+    lines = [line for line in lines if line and not line.startswith("---")]
+    return lines[-1].split("SpanftError: ", 1)[-1] if lines else "failed"
+
+
+def log_error(log: Path) -> str | None:
+    """The stage's own error line in the job's log (``spanft: error: ...``), else DVC's (``ERROR: ...``)."""
+    try:
+        with log.open("rb") as handle:
+            handle.seek(max(0, log.stat().st_size - 65536))
+            tail = handle.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return None
+    for prefix in ("spanft: error:", "ERROR:"):
+        found = [line.strip() for line in tail if line.startswith(prefix)]
+        if found:
+            return found[-1]
+    return None
