@@ -341,6 +341,9 @@ def hub_revision(task: TaskSpec, revision: str | None = None) -> str | None:
 
 def _load_hub_split(task: TaskSpec, split: SplitSpec, revision: str | None = None):
     """The hub split as a ``datasets.Dataset``; None for an optional split the repository does not have."""
+    from spanft.data.hub import settle_offline_mode
+
+    settle_offline_mode()
     import datasets
 
     config = split.hub_config or task.hub_config
