@@ -269,24 +269,26 @@ def test_prepared_hub_data_records_the_resolved_commit(monkeypatch, tmp_path):
     from spanft.data.prepare import prepare_task
 
     split = glue_pair(["A ."], ["B ."], [0], EXPECTED_LABELS["rte"], columns=("sentence1", "sentence2"))
-    asked = []
+    asked, read = [], []
+    commits = {None: "a" * 40, "v1.0": "f" * 40}  # main and a tag resolve to different commits
 
     def hub_commit(repo_id, revision=None, repo_type="dataset"):
         asked.append((repo_id, revision, repo_type))
-        return "f" * 40
+        return commits[revision]
 
     monkeypatch.setattr(provenance, "hub_commit", hub_commit)
     tables = {("nyu-mll/glue", "rte", s): split for s in ("train", "validation")}
 
     def without_test(path, name=None, split=None, revision=None, **kwargs):
+        read.append(revision)
         if (path, name, split) not in tables:
             raise ValueError(f'Unknown split "{split}". Should be one of [\'train\', \'validation\'].')
         return tables[(path, name, split)]
 
     monkeypatch.setattr(datasets, "load_dataset", without_test)
-    record = prepare_task("rte", tmp_path / "rte", "hf")
-    assert record == {"source": "hf", "id_or_path": "nyu-mll/glue", "revision": "f" * 40, "requested_revision": None,
+    record = prepare_task("rte", tmp_path / "rte", "hf", revision="v1.0")  # params data.revisions.rte: v1.0
+    assert record == {"source": "hf", "id_or_path": "nyu-mll/glue", "revision": "f" * 40, "requested_revision": "v1.0",
                       "config": "rte", "splits": ["train", "validation"], "absent_splits": ["test"]}
-    assert asked == [("nyu-mll/glue", None, "dataset")]
+    assert asked == [("nyu-mll/glue", "v1.0", "dataset")] and set(read) == {"v1.0"}
     assert sorted(p.name for p in (tmp_path / "rte").iterdir()) == [".spanft-output", "provenance.json",
                                                                    "train.parquet", "validation.parquet"]
