@@ -153,6 +153,39 @@ def test_hub_conll_maps_tags_by_name_and_uses_the_parquet_revision(monkeypatch):
     assert calls == [("eriktks/conll2003", "default", s, "refs/convert/parquet") for s in ("train", "validation", "test")]
 
 
+def test_conll_empty_sentences_are_boundaries_for_ner_and_pos_alike(monkeypatch, tmp_path, caplog):
+    # One rule for a sentence without tokens: what -DOCSTART- and blank-line runs are in the files, skipped by
+    # the NER and the POS reader, from the hub and from files alike (the hub NER reader used to stop on it).
+    from spanft.data.readers import conll_pos_sentences
+
+    task = get_task("conll2003")
+    loc, o, per = (task.label_names.index(tag) for tag in ("B-LOC", "O", "B-PER"))
+    features = datasets.Features({"id": datasets.Value("string"), "tokens": datasets.Sequence(datasets.Value("string")),
+                                  "pos_tags": datasets.Sequence(classlabel(["NNP", "VBD", "."])),
+                                  "ner_tags": datasets.Sequence(classlabel(task.label_names))})
+    split = datasets.Dataset.from_dict({"id": ["0", "1", "2"], "tokens": [["Ulm", "ran", "."], [], ["Zarn", "."]],
+                                        "pos_tags": [[0, 1, 2], [], [0, 2]],
+                                        "ner_tags": [[loc, o, o], [], [per, o]]},
+                                       features=features)
+    load, _ = fake_hub({("eriktks/conll2003", "default", s): split for s in ("train", "validation", "test")})
+    monkeypatch.setattr(datasets, "load_dataset", load)
+    with caplog.at_level(logging.INFO, logger="spanft"):
+        ner = load_task(task, "hf")["train"]
+        pos = conll_pos_sentences(task, "train", "hf")
+    assert ner.words_a == [["Ulm", "ran", "."], ["Zarn", "."]] and ner.idx == [0, 2]
+    assert [[w for w, _ in sentence] for sentence in pos] == ner.words_a
+    assert caplog.text.count("train: skipped 1 empty sentence(s)") == 2  # NER and POS
+    folder = tmp_path / "conll2003"  # the files: a -DOCSTART- line, then runs of blank lines
+    folder.mkdir()
+    lines = ["-DOCSTART- -X- -X- O", "", "", "Ulm NNP B-NP B-LOC", "ran VBD B-VP O", ". . O O", "", "",
+             "-DOCSTART- -X- -X- O", "", "Zarn NNP B-NP B-PER", ". . O O", "", ""]
+    for name in ("train.txt", "valid.txt", "test.txt"):
+        (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    local = load_task(task, "local", folder)["train"]
+    assert local.words_a == ner.words_a and local.labels == ner.labels
+    assert [[w for w, _ in sentence] for sentence in conll_pos_sentences(task, "train", "local", folder)] == ner.words_a
+
+
 def test_hub_stsb_scores_and_nan_test(monkeypatch):
     features = datasets.Features({"sentence1": datasets.Value("string"), "sentence2": datasets.Value("string"),
                                   "label": datasets.Value("float32"), "idx": datasets.Value("int32")})

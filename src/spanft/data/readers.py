@@ -224,6 +224,9 @@ def _read_conll(task: TaskSpec, split: SplitSpec, path: Path, out: SplitColumns)
 def _conll_sentences(path: Path) -> Iterator[tuple[int, list[str], list[str], list[str] | None]]:
     """Yield (first line number, tokens, NER tags, POS tags) per sentence, skipping -DOCSTART- lines.
 
+    A blank line or ``-DOCSTART-`` ends a sentence; runs of them make no empty sentences (the hub readers skip
+    a row without tokens the same way: :func:`_report_boundaries`).
+
     POS tags are the second column when the file has three or more (token, POS, [chunk,] NER), else None.
     """
     expected = None
@@ -393,13 +396,16 @@ def _read_hub_split(task: TaskSpec, split: SplitSpec, ds) -> SplitColumns:
     labels = list(ds[task.hub_label_column])
     ids = list(ds["idx"]) if "idx" in ds.column_names else range(len(ds))
     out = SplitColumns(task, split.name)
-    dropped = 0
+    dropped = boundaries = 0
     empty = _EmptyCount(split, origin)
     for row, idx in enumerate(ids):
         location = f"{origin} row {row}"
         label = labels[row]
         if task.hub_dropped_label is not None and label == task.hub_dropped_label:
             dropped += 1
+            continue
+        if task.is_tagging and not texts[0][row]:
+            boundaries += 1
             continue
         if task.is_tagging:
             out.add(idx, [list(texts[0][row])], _hub_tags(task, label, id_map, location, split.labeled), location)
@@ -409,8 +415,17 @@ def _read_hub_split(task: TaskSpec, split: SplitSpec, ds) -> SplitColumns:
                 out.add(idx, words, _hub_label(task, label, id_map, location, split.labeled), location)
     if dropped:
         log.info("%s: dropped %d example(s) with label %d (no gold label)", origin, dropped, task.hub_dropped_label)
+    _report_boundaries(origin, boundaries)
     empty.report()
     return out
+
+
+def _report_boundaries(origin: str, count: int) -> None:
+    """CoNLL-2003's one rule for a sentence without tokens, in every reader (NER and POS, files and hub): it
+    is not a sentence but a boundary (the files' -DOCSTART- lines and runs of blank lines), skipped and counted;
+    nothing is lost, as it has no token to label or predict."""
+    if count:
+        log.info("%s: skipped %d empty sentence(s): boundaries, not sentences (no tokens to tag)", origin, count)
 
 
 def _hub_label_map(task: TaskSpec, hub_names: list[str] | None, origin: str) -> list[int] | None:
@@ -498,4 +513,5 @@ def _hub_pos(task: TaskSpec, split: str, revision: str | None) -> list[list[tupl
             raise SpanftError(f"{origin} row {row}: {len(tokens)} tokens, POS ids {list(ids)} (0..{len(tags) - 1})")
         if tokens:
             sentences.append([(word, tags[i]) for word, i in zip(tokens, ids)])
+    _report_boundaries(origin, len(ds) - len(sentences))
     return sentences
