@@ -260,7 +260,7 @@ def test_mnli_matched_and_mismatched_are_told_apart(monkeypatch):
     assert mnli.folder == "glue_data/MNLI"
 
 
-def test_hub_empty_sentences_are_dropped_and_counted(monkeypatch, caplog):
+def test_hub_empty_sentences_are_dropped_from_training_only(monkeypatch, caplog):
     names, repo = EXPECTED_LABELS["qqp"], "nyu-mll/glue"
     train = glue_pair(["How do wugs fly?", "", "Why?"], ["Do wugs fly?", "Is it so?", ""], [1, 0, 0], names,
                       idx=[5, 6, 7], columns=("question1", "question2"))
@@ -268,11 +268,12 @@ def test_hub_empty_sentences_are_dropped_and_counted(monkeypatch, caplog):
     test = glue_pair(["", "Fine?"], ["Hm?", "Fine ?"], [-1, -1], names, idx=[0, 1], columns=("question1", "question2"))
     load, _ = fake_hub({(repo, "qqp", "train"): train, (repo, "qqp", "validation"): other, (repo, "qqp", "test"): test})
     monkeypatch.setattr(datasets, "load_dataset", load)
-    with caplog.at_level(logging.WARNING, logger="spanft"):
+    with caplog.at_level(logging.INFO, logger="spanft"):
         data = load_task("qqp", "hf")
-    assert data["train"].idx == [5] and data["test"].idx == [1]
-    assert "nyu-mll/glue/qqp train: dropped 2 example(s) with an empty sentence" in caplog.text
-    assert "nyu-mll/glue/qqp test: dropped 1 example(s)" in caplog.text and "QQP submission file will lack" in caplog.text
+    assert data["train"].idx == [5] and data["test"].idx == [0, 1]  # every test row is predicted
+    assert data["test"].words_a == [[], ["Fine", "?"]]
+    assert "nyu-mll/glue/qqp train: dropped 2 training example(s) with an empty sentence" in caplog.text
+    assert "nyu-mll/glue/qqp test: kept 1 example(s) with an empty sentence" in caplog.text
 
 
 def test_a_config_the_hub_repository_lacks_is_not_called_a_network_problem(monkeypatch):

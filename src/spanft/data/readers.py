@@ -2,7 +2,9 @@
 
 A missing test split (local file or hub split) is skipped with a warning: no test predictions, no submission
 file for it; a missing train or dev split is an error naming the file. Rows dropped by rule (SNLI's "-"
-labels, blank lines, empty sentences) are counted in the log.
+labels, blank lines, training examples with an empty sentence) are counted in the log; an empty sentence in a
+dev or test split is kept and predicted (the GLUE server wants every test index); CoNLL-2003 rows without
+tokens are boundaries, skipped everywhere.
 Files are checked to be what they claim before their rows are read: a GLUE file's header names the columns
 read from it (a header-less file or another task's file stops at line 1), every row has the header's number
 of fields, SNLI records carry non-null strings, and no split is empty.
@@ -130,26 +132,30 @@ def _read_glue_tsv(task: TaskSpec, split: SplitSpec, path: Path, out: SplitColum
 
 
 class _EmptyCount:
-    """Examples with an empty sentence (a blank question or hypothesis): dropped and counted, not fatal."""
+    """Examples with an empty sentence (a blank question or hypothesis): dropped from training and counted;
+    kept, and predicted, in every dev and test split (a score or a leaderboard file covers every row)."""
 
     def __init__(self, split: SplitSpec, origin: str) -> None:
         self.split, self.origin = split, origin
-        self.dropped: list[str] = []
+        self.training = split.name == "train"
+        self.seen: list[str] = []
 
     def keeps(self, words: Sequence[Sequence[str]], location: str) -> bool:
         if all(words):
             return True
-        self.dropped.append(location)
-        return False
+        self.seen.append(location)
+        return not self.training
 
     def report(self) -> None:
-        if not self.dropped:
+        if not self.seen:
             return
-        log.warning("%s: dropped %d example(s) with an empty sentence: %s", self.origin, len(self.dropped),
-                    "; ".join(self.dropped[:5]) + (" ..." if len(self.dropped) > 5 else ""))
-        if not self.split.labeled:
-            log.warning("%s: the %s submission file will lack those rows", self.origin,
-                        self.split.submission_stem or self.split.name)
+        where = "; ".join(self.seen[:5]) + (" ..." if len(self.seen) > 5 else "")
+        if self.training:
+            log.warning("%s: dropped %d training example(s) with an empty sentence: %s", self.origin,
+                        len(self.seen), where)
+        else:
+            log.info("%s: kept %d example(s) with an empty sentence (predicted like any other): %s", self.origin,
+                     len(self.seen), where)
 
 
 def _parse_index(raw: str, location: str) -> int:
