@@ -2,6 +2,8 @@
 
     python pipeline/backbone.py tiny data/backbones/tiny --corpus data/corpus/train.txt
     python pipeline/backbone.py bert-base data/backbones/bert-base
+
+Run by DVC with no arguments, it takes them from the stage's name (spanft.params.dvc_stage).
 """
 
 import argparse
@@ -9,7 +11,7 @@ import sys
 
 from spanft.model.backbone import write_backbone
 from spanft.params.backbones import backbone_spec
-from spanft.params.stage import PARAMS_FILE, run_stage
+from spanft.params.stage import PARAMS_FILE, run_stage_script
 
 
 def main() -> int:
@@ -17,13 +19,12 @@ def main() -> int:
     parser.add_argument("name", help="a backbone of params backbones")
     parser.add_argument("out", help="model directory to write")
     parser.add_argument("--corpus", default=None, help="corpus text file (built backbones only)")
-    args = parser.parse_args()
 
-    def make(params: dict) -> None:
+    def make(args: argparse.Namespace, params: dict) -> None:
         source, spec = backbone_spec(params, args.name, PARAMS_FILE)
         print(write_backbone(args.name, source, spec, args.out, args.corpus))
 
-    return run_stage(make)
+    return run_stage_script("backbone", parser, make)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Stage corpus: the training corpus (params ``corpus``).
 
-    python pipeline/corpus.py data/corpus/train.txt
+    python pipeline/corpus.py data/corpus/train.txt --record data/corpus/provenance.json
 """
 
 import argparse
@@ -13,8 +13,10 @@ from spanft.params.stage import run_stage
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("out", help="corpus text file to write")
+    parser.add_argument("--record", default=None, help="where to write what the corpus was made from (JSON): "
+                                                       "hub id and resolved commit, or path, and its digest")
     args = parser.parse_args()
-    return run_stage(lambda params: write_corpus(args.out, **params["corpus"]))
+    return run_stage(lambda params: write_corpus(args.out, **params["corpus"], record_out=args.record))
 
 
 if __name__ == "__main__":

@@ -2,6 +2,8 @@
 
     python pipeline/dictionary.py data/ngrams/counts.tsv data/dicts/main.tsv
     python pipeline/dictionary.py data/ngrams/counts.tsv data/dicts/size-20000.tsv --size 20000
+
+Run by DVC with no arguments, it takes them from the stage's name (spanft.params.dvc_stage).
 """
 
 import argparse
@@ -9,7 +11,7 @@ import logging
 import sys
 
 from spanft.errors import SpanftError
-from spanft.params.stage import run_stage
+from spanft.params.stage import run_stage_script
 from spanft.text.dictionary import build_dictionary
 
 log = logging.getLogger("spanft")
@@ -20,16 +22,15 @@ def main() -> int:
     parser.add_argument("counts", help="counts file (ngram<TAB>count, most frequent first)")
     parser.add_argument("out", help="dictionary file to write")
     parser.add_argument("--size", type=int, default=None, help="a dict_sizes entry (default: dict_size)")
-    args = parser.parse_args()
 
-    def build(params: dict) -> None:
+    def build(args: argparse.Namespace, params: dict) -> None:
         size = params["dict_size"] if args.size is None else args.size
         if args.size is not None and args.size not in params["dict_sizes"]:
             raise SpanftError(f"--size {args.size} is not in params dict_sizes {params['dict_sizes']}")
         written = build_dictionary(args.counts, size, args.out)
         log.info("wrote %d entries to %s", written, args.out)
 
-    return run_stage(build)
+    return run_stage_script("dictionary", parser, build)
 
 
 if __name__ == "__main__":

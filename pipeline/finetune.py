@@ -3,6 +3,8 @@
     python pipeline/finetune.py glue tiny cola sf 1
 
 The run's input, output and checkpoint directories follow from its key (spanft.params.studies).
+
+Run by DVC with no arguments, it takes them from the stage's name (spanft.params.dvc_stage).
 """
 
 import argparse
@@ -10,7 +12,7 @@ import os
 import sys
 
 from spanft.params.hparams import hparams_block
-from spanft.params.stage import PARAMS_FILE, run_stage
+from spanft.params.stage import PARAMS_FILE, run_stage_script
 from spanft.params.studies import find_run
 from spanft.train.finetune import run_finetune, summary_line
 from spanft.train.options import FinetuneOptions
@@ -21,9 +23,8 @@ def main() -> int:
     for key in ("study", "backbone", "task", "variant"):
         parser.add_argument(key)
     parser.add_argument("seed", type=int)
-    args = parser.parse_args()
 
-    def finetune(params: dict) -> None:
+    def finetune(args: argparse.Namespace, params: dict) -> None:
         run = find_run(params, args.study, args.backbone, args.task, args.variant, args.seed, PARAMS_FILE)
         hparams = hparams_block(params, f"hparams.{run.task}", PARAMS_FILE)
         options = FinetuneOptions(task=run.task, backbone=run.backbone_dir, variant=run.finetune_variant,
@@ -33,7 +34,7 @@ def main() -> int:
         if os.environ.get("RANK", "0") == "0":  # torchrun and accelerate launch number the processes in RANK
             print(summary_line(summary))
 
-    return run_stage(finetune, quiet=True)
+    return run_stage_script("finetune", parser, finetune, quiet=True)
 
 
 if __name__ == "__main__":

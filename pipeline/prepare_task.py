@@ -2,13 +2,15 @@
 ``corpus.seed`` for the synthetic language).
 
     python pipeline/prepare_task.py cola data/tasks/cola
+
+Run by DVC with no arguments, it takes them from the stage's name (spanft.params.dvc_stage).
 """
 
 import argparse
 import sys
 
 from spanft.data.prepare import prepare_task, synthetic_sizes
-from spanft.params.stage import run_stage
+from spanft.params.stage import run_stage_script
 from spanft.params.studies import task_folder
 
 
@@ -16,16 +18,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("task", help="a task of params tasks")
     parser.add_argument("out", help="prepared task directory to write")
-    args = parser.parse_args()
 
-    def prepare(params: dict) -> None:
+    def prepare(args: argparse.Namespace, params: dict) -> None:
         data, synthetic = params["data"], params["data"]["synthetic"]
         sizes = synthetic_sizes(synthetic["train_size"], synthetic["eval_size"], synthetic["test_size"],
                                 synthetic["seed"], language_seed=params["corpus"]["seed"])
         revision = (data.get("revisions") or {}).get(args.task)
         prepare_task(args.task, args.out, data["source"], task_folder(params, args.task), sizes, revision)
 
-    return run_stage(prepare, quiet=True)
+    return run_stage_script("prepare_task", parser, prepare, quiet=True)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Stage report: every table and figure of the paper from the runs (params ``profile``, ``studies``,
 ``reports``, ``dict_sizes``, ``chunker``, ``backbones``).
 
-    python pipeline/report.py data/runs data/segmented reports
+    python pipeline/report.py data/runs data/segmented reports --corpus-record data/corpus/provenance.json
 """
 
 import argparse
@@ -16,8 +16,10 @@ def main() -> int:
     parser.add_argument("runs", help="runs root: <study>/<backbone>/<task>/<variant>/seed<N>/")
     parser.add_argument("segmented", help="segmented data root (ngram/, random/, chunker/, sweep/)")
     parser.add_argument("out", help="report directory to write")
+    parser.add_argument("--corpus-record", default=None, help="the corpus stage's provenance record (JSON)")
     args = parser.parse_args()
-    return run_stage(lambda params: write_reports(params, args.runs, args.segmented, args.out, params_name=PARAMS_FILE))
+    return run_stage(lambda params: write_reports(params, args.runs, args.segmented, args.out, params_name=PARAMS_FILE,
+                                                  corpus_record=args.corpus_record))
 
 
 if __name__ == "__main__":

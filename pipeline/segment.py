@@ -3,12 +3,14 @@
 
     python pipeline/segment.py ngram data/tasks/cola data/segmented/ngram/cola --dict data/dicts/main.tsv
     python pipeline/segment.py chunker data/tasks/cola data/segmented/chunker/cola
+
+Run by DVC with no arguments, it takes them from the stage's name (spanft.params.dvc_stage).
 """
 
 import argparse
 import sys
 
-from spanft.params.stage import run_stage
+from spanft.params.stage import run_stage_script
 from spanft.text.segmentation import METHODS, make_segmenter, segment_task_dir
 
 
@@ -18,15 +20,14 @@ def main() -> int:
     parser.add_argument("in_dir", help="prepared task directory")
     parser.add_argument("out", help="segmented task directory to write")
     parser.add_argument("--dict", dest="dict_path", default=None, help="dictionary file (ngram and random)")
-    args = parser.parse_args()
 
-    def segment(params: dict) -> None:
+    def segment(args: argparse.Namespace, params: dict) -> None:
         segmenter = make_segmenter(args.method, args.dict_path, seed=params["segmentation"]["random_seed"],
                                    tagger=params["chunker"]["tagger"], keep_case=not params["words"]["lowercase"],
                                    max_n=params["ngrams"]["max_n"])
         segment_task_dir(args.in_dir, args.out, segmenter, inputs=[args.dict_path, params["chunker"]["tagger"] or None])
 
-    return run_stage(segment, quiet=True)
+    return run_stage_script("segment", parser, segment, quiet=True)
 
 
 if __name__ == "__main__":

@@ -1,13 +1,15 @@
 """Stage submission: GLUE leaderboard zips of one glue-study backbone, one per variant, each task's best seed.
 
     python pipeline/submission.py tiny data/runs/glue/tiny data/submissions
+
+Run by DVC with no arguments, it takes them from the stage's name (spanft.params.dvc_stage).
 """
 
 import argparse
 import sys
 from pathlib import Path
 
-from spanft.params.stage import run_stage
+from spanft.params.stage import run_stage_script
 from spanft.params.studies import study_variants
 from spanft.report.build import glue_submission
 
@@ -17,13 +19,12 @@ def main() -> int:
     parser.add_argument("backbone", help="a backbone of studies.glue")
     parser.add_argument("runs", help="the backbone's glue runs: data/runs/glue/<backbone>")
     parser.add_argument("out_dir", help="directory of the zips: glue-<backbone>-<variant>.zip")
-    args = parser.parse_args()
 
-    def zip_variants(params: dict) -> None:
+    def zip_variants(args: argparse.Namespace, params: dict) -> None:
         for variant in study_variants(params, "glue"):
             glue_submission(args.runs, variant, Path(args.out_dir) / f"glue-{args.backbone}-{variant}.zip")
 
-    return run_stage(zip_variants)
+    return run_stage_script("submission", parser, zip_variants)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pytest
 import torch
+import yaml
 from spanft.model.backbone import (
     BPE_SPECIAL_TOKENS,
     BackboneConfig,
@@ -31,6 +32,7 @@ from spanft.data.provenance import directory_digest, read_provenance
 from spanft.data.registry import get_task
 from spanft.errors import SpanftError
 
+ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(vocab_size=600, hidden=32, layers=1, heads=2, intermediate=64, max_len=64, mlm_batch_size=4)
 
 
@@ -516,7 +518,7 @@ def fake_hub_models(monkeypatch, tmp_path):
     """``from_pretrained(hub id)`` reads a local copy of that repository; records (class, id, kwargs)."""
     import transformers
 
-    repos = {"SpanBERT/spanbert-large-cased": _spanbert_like(tmp_path / "hub" / "spanbert", safetensors=True),
+    repos = {"SpanBERT/spanbert-large-cased": _spanbert_like(tmp_path / "hub" / "spanbert"),  # its .bin only
              "bert-large-cased": _cased_tokenizer_repo(tmp_path / "hub" / "bert-large-cased")}
     calls = []
 
@@ -558,10 +560,89 @@ def test_spanbert_gets_a_cased_tokenizer_and_float32_weights(backbone_cli, fake_
     saved = model.state_dict()
     assert all(torch.equal(saved[k], original[k].float()) for k in original if k in saved)
     assert ("AutoModel", "SpanBERT/spanbert-large-cased",
-            {"dtype": "torch.float32", "use_safetensors": "True", "trust_remote_code": "False"}) in calls
+            {"dtype": "torch.float32", "trust_remote_code": "False", "weights_only": "True"}) in calls
     record = read_provenance(out)
     assert record["source"] == "hub" and record["id_or_path"] == "SpanBERT/spanbert-large-cased"
     assert record["tokenizer"]["lowercase"] is False and record["dtype"] == "float32"
+
+
+def test_a_cased_vocabulary_behind_a_lowercasing_tokenizer_stops_the_run(backbone_cli, fake_hub_models, offline,
+                                                                        tmp_path, capsys):
+    # SpanBERT as the hub has it, with its own tokenizer: AutoTokenizer lower-cases a cased vocabulary.
+    repos, _ = fake_hub_models
+    out = tmp_path / "spanbert-large"
+    argv = ["backbone", "spanbert-large", "--out", str(out), "--source", "hub", "--hub-id",
+            "SpanBERT/spanbert-large-cased"]
+    status, err = backbone_cli(argv), capsys.readouterr().err.strip().splitlines()
+    print("hub, own tokenizer:", status, err[-1:])
+    assert status == 2 and not out.exists()
+    assert err[-1].startswith("spanft: error: backbone SpanBERT/spanbert-large-cased: its vocabulary is cased")
+    assert "tokenizer_id" in err[-1] and "lowercase: false" in err[-1]
+    # the same files on disk, as a local backbone: refused when copied ...
+    status = backbone_cli(["backbone", "spanbert-large", "--out", str(out), "--source", "local", "--path",
+                           str(repos["SpanBERT/spanbert-large-cased"])])
+    assert status == 2 and "its vocabulary is cased" in capsys.readouterr().err and not out.exists()
+    # ... and when a run loads a directory whose tokenizer lower-cases it (fine-tuning stops, no warning)
+    with pytest.raises(SpanftError, match="its vocabulary is cased"):
+        load_backbone(str(repos["SpanBERT/spanbert-large-cased"]))
+
+
+@pytest.mark.parametrize("tokenizer_args", [["--tokenizer-id", "TOKDIR"], ["--no-lowercase"]])
+def test_a_local_backbone_names_its_authors_tokenizer(backbone_cli, fake_hub_models, offline, tmp_path,
+                                                     tokenizer_args):
+    repos, _ = fake_hub_models
+    tokenizer_args = [str(repos["bert-large-cased"]) if arg == "TOKDIR" else arg for arg in tokenizer_args]
+    out = tmp_path / "spanbert-large"
+    assert backbone_cli(["backbone", "spanbert-large", "--out", str(out), "--source", "local", "--path",
+                         str(repos["SpanBERT/spanbert-large-cased"]), *tokenizer_args]) == 0
+    model, tokenizer = load_backbone(str(out))
+    assert tokenizer.tokenize("Zorb kel") == ["Zorb", "kel"] and not backbone_is_uncased(tokenizer)
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    record = read_provenance(out)["tokenizer"]
+    assert record["lowercase"] is False
+    if "--tokenizer-id" in tokenizer_args:
+        assert record["id"] == str(repos["bert-large-cased"]) and record["digest"] == directory_digest(
+            repos["bert-large-cased"])
+
+
+def test_params_name_a_local_backbones_tokenizer(tmp_path):
+    from spanft.params.schema import check_params
+
+    tree = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    tree["backbones"]["local"] = {"spanbert": {"path": "/models/spanbert", "tokenizer_id": "bert-large-cased",
+                                               "tokenizer_revision": "main", "lowercase": False}}
+    check_params(tree)
+    tree["backbones"]["local"]["spanbert"].update(tokenizer_id="/models/bert-large-cased")
+    with pytest.raises(SpanftError, match="is a local directory, which has no revisions"):
+        check_params(tree)
+    tree["backbones"]["local"]["spanbert"].update(tokenizer_id="$(touch x)", tokenizer_revision="")
+    with pytest.raises(SpanftError, match=r"backbones.local.spanbert.tokenizer_id: '\$\(touch x\)' is not a hub id"):
+        check_params(tree)
+
+
+def test_a_tensors_only_bin_loads_and_a_pickle_with_code_does_not(tmp_path):
+    import pickle
+
+    repo = _spanbert_like(tmp_path / "spanbert")
+    _cased_tokenizer_repo(repo)  # the right tokenizer, so only the weights are in question
+    model, _ = load_backbone(str(repo))
+    assert {p.dtype for p in model.parameters()} == {torch.float32}
+    state = torch.load(repo / "pytorch_model.bin")
+    state["pooler.dense.bias"] = _Touch(tmp_path / "PWNED")
+    torch.save(state, repo / "pytorch_model.bin")
+    with pytest.raises(pickle.UnpicklingError):
+        torch.load(repo / "pytorch_model.bin", weights_only=True)  # what transformers calls refuses it
+    with pytest.raises(SpanftError, match="holds more than tensors"):
+        load_backbone(str(repo))
+    assert not (tmp_path / "PWNED").exists()
+
+
+class _Touch:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (self.path,))
 
 
 def test_every_backbone_loads_in_float32(tmp_path):

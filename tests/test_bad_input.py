@@ -213,6 +213,45 @@ def tiny_model(folder: Path, *, safetensors: bool = True) -> None:
         torch.save(model.state_dict(), folder / "pytorch_model.bin")
 
 
+class _Touch:
+    """Unpickled, it creates ``path``: what a pickle in a weights file can do."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __reduce__(self):
+        return (Path.touch, (self.path,))
+
+
+def pickled_code_model(root: Path) -> None:
+    """A model directory whose pytorch_model.bin would create PWNED when unpickled without weights_only."""
+    import torch
+
+    tiny_model(root / "evil", safetensors=False)
+    state = torch.load(root / "evil" / "pytorch_model.bin")
+    state["pooler.dense.bias"] = _Touch(root / "PWNED")
+    torch.save(state, root / "evil" / "pytorch_model.bin")
+
+
+UNREACHABLE_HUB = {"HF_ENDPOINT": "http://127.0.0.1:9", "HF_HUB_OFFLINE": "0", "HF_DATASETS_OFFLINE": "0"}
+
+
+def spanbert_files(root: Path) -> None:
+    """SpanBERT's layout: a cased vocab.txt, no tokenizer config (so AutoTokenizer lower-cases), a .bin."""
+    import torch
+    from transformers import BertConfig, BertModel
+
+    folder = root / "spanbert"
+    folder.mkdir()
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "The", "the", "Cat", "cat", "."]
+    (folder / "vocab.txt").write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    torch.manual_seed(0)
+    model = BertModel(BertConfig(vocab_size=len(vocab), hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
+                                 intermediate_size=16, max_position_embeddings=32))
+    model.config.save_pretrained(folder)
+    torch.save(model.half().state_dict(), folder / "pytorch_model.bin")
+
+
 def custom_code_model(root: Path) -> None:
     """A model directory whose config asks for its own modelling code (which would leave a file behind)."""
     tiny_model(root / "custom")
@@ -266,7 +305,8 @@ def corpus_written(path: str) -> Callable[[Path, subprocess.CompletedProcess], s
 
 def backbone_copied(path: str) -> Callable[[Path, subprocess.CompletedProcess], str]:
     def check(root: Path, done: subprocess.CompletedProcess) -> str:
-        assert (root / path / "model.safetensors").is_file() and (root / path / MARKER).is_file()
+        weights = ("model.safetensors", "pytorch_model.bin")
+        assert any((root / path / name).is_file() for name in weights) and (root / path / MARKER).is_file()
         return f"exit 0; `{path}/` loads as a backbone"
 
     return check
@@ -380,6 +420,11 @@ CASES = [
          prepare("rte", "glue/RTE"), "glue/RTE/train.tsv:1: expected the official rte train header"),
     Case("inputs", "empty-split", "an empty split (SST-2 dev with only its header)", glue_with(lambda glue: write(glue / "SST-2/dev.tsv", ["sentence\tlabel"])),
          prepare("sst2", "glue/SST-2"), "glue/SST-2/dev.tsv: no sst2 validation examples (an empty split)"),
+    Case("inputs", "hub-unreachable", "hub task source, no network, HF_HUB_OFFLINE=0 (a cluster node)", nothing,
+         ["describe", "rte", "--source", "hf"], "without network use the official files", env=UNREACHABLE_HUB),
+    Case("inputs", "cased-vocab-lowercased", "a cased model whose tokenizer lower-cases (SpanBERT's own files)",
+         spanbert_files, ["backbone", "b", "--source", "local", "--path", "spanbert", "--out", OUT],
+         "its vocabulary is cased"),
     Case("inputs", "tsv-columns", "GLUE TSV line with a missing column (CoLA)", cola_train([tsv("zq", 1, "", "Fine ."), tsv("zq", 1, "Short .")]),
          prepare("cola", "glue/CoLA"), "glue/CoLA/train.tsv:2: expected 4 tab-separated fields, found 3"),
     Case("inputs", "label-set", "label outside the task's label set (SST-2 label 2)", sst2_train([tsv("good", 1), tsv("odd", 2)]),
@@ -453,9 +498,12 @@ CASES = [
                                    tree["corpus"].update(local_path=ODD_PARAMS_PATHS["local_path"]))),
          ["check-params"], "ok", status=0, check=lambda root, done: f"exit 0; `{done.stdout.strip()}`"),
     # -- loading never runs code
-    Case("safe loading", "pickled-weights", "a backbone with pickled weights only (pytorch_model.bin)",
-         lambda root: tiny_model(root / "binonly", safetensors=False),
-         ["backbone", "b", "--source", "local", "--path", "binonly", "--out", OUT], "it has no safetensors weights"),
+    Case("safe loading", "tensors-only-bin", "a backbone whose only weights are a tensors-only pytorch_model.bin "
+         "(SpanBERT's layout)", lambda root: tiny_model(root / "binonly", safetensors=False),
+         ["backbone", "b", "--source", "local", "--path", "binonly", "--out", OUT], "loads as a backbone", status=0,
+         check=backbone_copied(OUT)),
+    Case("safe loading", "pickled-code", "a pytorch_model.bin whose pickle would run code", pickled_code_model,
+         ["backbone", "b", "--source", "local", "--path", "evil", "--out", OUT], "holds more than tensors"),
     Case("safe loading", "custom-code", "a backbone that needs its own code (trust_remote_code)", custom_code_model,
          ["backbone", "b", "--source", "local", "--path", "custom", "--out", OUT], "needs its own modelling code"),
 ]

@@ -297,6 +297,36 @@ def test_hf_source_reads_the_text_column(tmp_path, monkeypatch):
     assert out.read_text(encoding="utf-8").splitlines() == WIKI_PARAGRAPHS
 
 
+COMMITS = {None: "a" * 40, "v1.0": "b" * 40}  # the hub's answer per revision: main and a tag
+
+
+def test_hf_corpus_records_the_commit_of_the_revision_it_read(tmp_path, monkeypatch):
+    # WikiText's revision (params corpus.hf_revision) resolved to its commit, recorded and reported.
+    datasets = pytest.importorskip("datasets")
+    import spanft.data.provenance as provenance
+    from spanft.report.summary import summary_lines
+
+    read = []
+
+    def fake_load_dataset(path, name=None, split=None, revision=None, **kwargs):
+        read.append(revision)
+        return datasets.Dataset.from_dict({"text": WIKI.splitlines(keepends=True)})
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    monkeypatch.setattr(provenance, "hub_commit", lambda repo_id, revision=None, repo_type="dataset": COMMITS[revision])
+    out, record_out = tmp_path / "train.txt", tmp_path / "provenance.json"
+    corpus.write_corpus(out, source="hf", hf_id="Salesforce/wikitext", hf_config="wikitext-103-raw-v1",
+                        hf_split="train", hf_revision="v1.0", record_out=record_out)
+    record = corpus.read_corpus_record(record_out)
+    print("corpus record:", record)
+    assert read == ["v1.0"]
+    assert record["revision"] == "b" * 40 and record["requested_revision"] == "v1.0"
+    assert record["id_or_path"] == "Salesforce/wikitext" and record["config"] == "wikitext-103-raw-v1"
+    assert record["digest"] == provenance.paths_digest([out])
+    line = summary_lines([], [], [], record)[2]
+    assert line.startswith("- Corpus: source hf, id_or_path Salesforce/wikitext, revision bbbbbbbbbbbb…"), line
+
+
 def test_hf_source_without_network_points_to_the_local_source(tmp_path, monkeypatch):
     datasets = pytest.importorskip("datasets")
 

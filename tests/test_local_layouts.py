@@ -264,13 +264,17 @@ def test_label_outside_label_set(tmp_path):
         read_local(get_task("stsb"), folder(tmp_path, "stsb"))
 
 
-def test_empty_sentence_is_dropped_and_counted(tmp_path, caplog):
+def test_empty_sentence_is_dropped_from_training_only_and_counted(tmp_path, caplog):
     write_glue(tmp_path)
-    write(tmp_path / "CoLA/dev.tsv", [tsv("zq", 1, "", "Fine ."), tsv("zq", 0, "*", "   "), tsv("zq", 0, "*", "Ok .")])
-    with caplog.at_level(logging.WARNING, logger="spanft"):
+    rows = [tsv("zq", 1, "", "Fine ."), tsv("zq", 0, "*", "   "), tsv("zq", 0, "*", "Ok .")]
+    write(tmp_path / "CoLA/train.tsv", rows)
+    write(tmp_path / "CoLA/dev.tsv", rows)
+    with caplog.at_level(logging.INFO, logger="spanft"):
         data = read_local(get_task("cola"), folder(tmp_path, "cola"))
-    assert examples(data["validation"]) == [(0, "Fine .", None, 1), (2, "Ok .", None, 0)]
-    assert "dropped 1 example(s) with an empty sentence" in caplog.text and "CoLA/dev.tsv:2" in caplog.text
+    assert examples(data["train"]) == [(0, "Fine .", None, 1), (2, "Ok .", None, 0)]
+    assert examples(data["validation"]) == [(0, "Fine .", None, 1), (1, "", None, 0), (2, "Ok .", None, 0)]
+    assert "dropped 1 training example(s) with an empty sentence: " in caplog.text and "CoLA/train.tsv:2" in caplog.text
+    assert "kept 1 example(s) with an empty sentence (predicted like any other): " in caplog.text
 
 
 def test_missing_train_or_validation_file_is_an_error(tmp_path):

@@ -40,6 +40,9 @@ def test_commit_from_the_hub_then_from_the_cache(tmp_path, monkeypatch):
         def dataset_info(self, repo_id, revision=None):
             return Info()
 
+    from spanft.data import hub
+
+    monkeypatch.setattr(hub, "_reachable", lambda endpoint: True)  # the hub answers (spanft.data.hub's probe)
     monkeypatch.setattr(huggingface_hub, "HfApi", Api)
     assert hub_commit("nyu-mll/glue") == "a" * 40
     assert hub_commit("nyu-mll/glue", "b" * 40) == "b" * 40  # a commit is its own resolution

@@ -19,6 +19,9 @@ import yaml
 from dvc.dependency.param import ParamsDependency
 from dvc.repo import Repo
 
+from spanft.errors import SpanftError
+from spanft.params.dvc_stage import GROUPS, stage_argv
+
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
 
@@ -196,10 +199,10 @@ def test_fine_tuning_stages_are_exactly_the_planned_runs(stages):
     planned = {run.key(): run for run in planned_runs(params)}
     seen = {}
     for name, stage in stages.items():
-        words = stage["cmd"].split()
-        if words[1] != "pipeline/finetune.py":
+        if script_of(stage["cmd"]).name != "finetune.py":
             continue
-        key = (words[2], words[3], words[4], words[5], int(words[6]))
+        words = stage_argv(params, name, "finetune")
+        key = (words[0], words[1], words[2], words[3], int(words[4]))
         assert key in planned and key not in seen, (name, key)
         run = seen[key] = planned[key]
         assert stage["outs"] == [run.out], name
@@ -207,6 +210,45 @@ def test_fine_tuning_stages_are_exactly_the_planned_runs(stages):
         assert stage["params"] == [f"hparams.{run.task}"], name
         assert ("baseline" in name) == (run.data.startswith("data/tasks/")) or run.variant == "cnn-noseg", name
     assert set(seen) == set(planned)
+
+
+def test_no_stage_command_holds_params_text(stages):
+    """Every cmd is a fixed line of dvc.yaml: no foreach key, matrix item or vars value reaches a shell."""
+    template = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    for name, stage in stages.items():
+        group = template[name.partition("@")[0]]
+        assert stage["cmd"] == group.get("do", group)["cmd"], name
+        assert "${" not in stage["cmd"], name
+
+
+def test_every_group_stage_finds_its_arguments_from_its_name(stages):
+    """The script of a foreach/matrix stage, given no arguments, writes exactly the outs DVC declares."""
+    params = _params_of(stages)
+    grouped = {name: stage for name, stage in stages.items() if "@" in name}
+    template = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    assert {group for group, spec in template.items() if "foreach" in spec or "matrix" in spec} == set(GROUPS)
+    assert {name.partition("@")[0] for name in grouped} <= set(GROUPS)
+    for name, stage in grouped.items():
+        script = script_of(stage["cmd"]).stem
+        argv = stage_argv(params, name, script)
+        if script == "finetune":
+            continue  # test_fine_tuning_stages_are_exactly_the_planned_runs
+        if script == "submission":
+            assert all(out.startswith(f"{argv[2]}/glue-{argv[0]}-") for out in stage["outs"]), name
+            assert argv[1] in stage["deps"], name
+            continue
+        assert stage["outs"] == [argv[1] if script in ("prepare_task", "backbone", "dictionary") else argv[2]], name
+        inputs = [arg for arg in argv if arg.startswith("data/") and arg not in stage["outs"]]
+        assert all(arg in stage["deps"] for arg in inputs), (name, inputs)
+
+
+def test_a_stage_name_outside_its_script_or_params_is_one_line():
+    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    for stage, script in (("prepare_task@nosuch", "prepare_task"), ("glue_sf@tiny-cola-1", "segment"),
+                          ("prepare_task", "prepare_task")):
+        with pytest.raises(SpanftError, match="DVC_STAGE="):
+            stage_argv(params, stage, script)
+    assert stage_argv(params, "backbones_sf@tiny-bpe-mrpc-1", "finetune") == ["backbones", "tiny-bpe", "mrpc", "sf", "1"]
 
 
 def test_baselines_read_no_dictionary(stages):

@@ -153,6 +153,39 @@ def test_hub_conll_maps_tags_by_name_and_uses_the_parquet_revision(monkeypatch):
     assert calls == [("eriktks/conll2003", "default", s, "refs/convert/parquet") for s in ("train", "validation", "test")]
 
 
+def test_conll_empty_sentences_are_boundaries_for_ner_and_pos_alike(monkeypatch, tmp_path, caplog):
+    # One rule for a sentence without tokens: what -DOCSTART- and blank-line runs are in the files, skipped by
+    # the NER and the POS reader, from the hub and from files alike (the hub NER reader used to stop on it).
+    from spanft.data.readers import conll_pos_sentences
+
+    task = get_task("conll2003")
+    loc, o, per = (task.label_names.index(tag) for tag in ("B-LOC", "O", "B-PER"))
+    features = datasets.Features({"id": datasets.Value("string"), "tokens": datasets.Sequence(datasets.Value("string")),
+                                  "pos_tags": datasets.Sequence(classlabel(["NNP", "VBD", "."])),
+                                  "ner_tags": datasets.Sequence(classlabel(task.label_names))})
+    split = datasets.Dataset.from_dict({"id": ["0", "1", "2"], "tokens": [["Ulm", "ran", "."], [], ["Zarn", "."]],
+                                        "pos_tags": [[0, 1, 2], [], [0, 2]],
+                                        "ner_tags": [[loc, o, o], [], [per, o]]},
+                                       features=features)
+    load, _ = fake_hub({("eriktks/conll2003", "default", s): split for s in ("train", "validation", "test")})
+    monkeypatch.setattr(datasets, "load_dataset", load)
+    with caplog.at_level(logging.INFO, logger="spanft"):
+        ner = load_task(task, "hf")["train"]
+        pos = conll_pos_sentences(task, "train", "hf")
+    assert ner.words_a == [["Ulm", "ran", "."], ["Zarn", "."]] and ner.idx == [0, 2]
+    assert [[w for w, _ in sentence] for sentence in pos] == ner.words_a
+    assert caplog.text.count("train: skipped 1 empty sentence(s)") == 2  # NER and POS
+    folder = tmp_path / "conll2003"  # the files: a -DOCSTART- line, then runs of blank lines
+    folder.mkdir()
+    lines = ["-DOCSTART- -X- -X- O", "", "", "Ulm NNP B-NP B-LOC", "ran VBD B-VP O", ". . O O", "", "",
+             "-DOCSTART- -X- -X- O", "", "Zarn NNP B-NP B-PER", ". . O O", "", ""]
+    for name in ("train.txt", "valid.txt", "test.txt"):
+        (folder / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
+    local = load_task(task, "local", folder)["train"]
+    assert local.words_a == ner.words_a and local.labels == ner.labels
+    assert [[w for w, _ in sentence] for sentence in conll_pos_sentences(task, "train", "local", folder)] == ner.words_a
+
+
 def test_hub_stsb_scores_and_nan_test(monkeypatch):
     features = datasets.Features({"sentence1": datasets.Value("string"), "sentence2": datasets.Value("string"),
                                   "label": datasets.Value("float32"), "idx": datasets.Value("int32")})
@@ -227,7 +260,7 @@ def test_mnli_matched_and_mismatched_are_told_apart(monkeypatch):
     assert mnli.folder == "glue_data/MNLI"
 
 
-def test_hub_empty_sentences_are_dropped_and_counted(monkeypatch, caplog):
+def test_hub_empty_sentences_are_dropped_from_training_only(monkeypatch, caplog):
     names, repo = EXPECTED_LABELS["qqp"], "nyu-mll/glue"
     train = glue_pair(["How do wugs fly?", "", "Why?"], ["Do wugs fly?", "Is it so?", ""], [1, 0, 0], names,
                       idx=[5, 6, 7], columns=("question1", "question2"))
@@ -235,11 +268,12 @@ def test_hub_empty_sentences_are_dropped_and_counted(monkeypatch, caplog):
     test = glue_pair(["", "Fine?"], ["Hm?", "Fine ?"], [-1, -1], names, idx=[0, 1], columns=("question1", "question2"))
     load, _ = fake_hub({(repo, "qqp", "train"): train, (repo, "qqp", "validation"): other, (repo, "qqp", "test"): test})
     monkeypatch.setattr(datasets, "load_dataset", load)
-    with caplog.at_level(logging.WARNING, logger="spanft"):
+    with caplog.at_level(logging.INFO, logger="spanft"):
         data = load_task("qqp", "hf")
-    assert data["train"].idx == [5] and data["test"].idx == [1]
-    assert "nyu-mll/glue/qqp train: dropped 2 example(s) with an empty sentence" in caplog.text
-    assert "nyu-mll/glue/qqp test: dropped 1 example(s)" in caplog.text and "QQP submission file will lack" in caplog.text
+    assert data["train"].idx == [5] and data["test"].idx == [0, 1]  # every test row is predicted
+    assert data["test"].words_a == [[], ["Fine", "?"]]
+    assert "nyu-mll/glue/qqp train: dropped 2 training example(s) with an empty sentence" in caplog.text
+    assert "nyu-mll/glue/qqp test: kept 1 example(s) with an empty sentence" in caplog.text
 
 
 def test_a_config_the_hub_repository_lacks_is_not_called_a_network_problem(monkeypatch):
@@ -269,24 +303,26 @@ def test_prepared_hub_data_records_the_resolved_commit(monkeypatch, tmp_path):
     from spanft.data.prepare import prepare_task
 
     split = glue_pair(["A ."], ["B ."], [0], EXPECTED_LABELS["rte"], columns=("sentence1", "sentence2"))
-    asked = []
+    asked, read = [], []
+    commits = {None: "a" * 40, "v1.0": "f" * 40}  # main and a tag resolve to different commits
 
     def hub_commit(repo_id, revision=None, repo_type="dataset"):
         asked.append((repo_id, revision, repo_type))
-        return "f" * 40
+        return commits[revision]
 
     monkeypatch.setattr(provenance, "hub_commit", hub_commit)
     tables = {("nyu-mll/glue", "rte", s): split for s in ("train", "validation")}
 
     def without_test(path, name=None, split=None, revision=None, **kwargs):
+        read.append(revision)
         if (path, name, split) not in tables:
             raise ValueError(f'Unknown split "{split}". Should be one of [\'train\', \'validation\'].')
         return tables[(path, name, split)]
 
     monkeypatch.setattr(datasets, "load_dataset", without_test)
-    record = prepare_task("rte", tmp_path / "rte", "hf")
-    assert record == {"source": "hf", "id_or_path": "nyu-mll/glue", "revision": "f" * 40, "requested_revision": None,
+    record = prepare_task("rte", tmp_path / "rte", "hf", revision="v1.0")  # params data.revisions.rte: v1.0
+    assert record == {"source": "hf", "id_or_path": "nyu-mll/glue", "revision": "f" * 40, "requested_revision": "v1.0",
                       "config": "rte", "splits": ["train", "validation"], "absent_splits": ["test"]}
-    assert asked == [("nyu-mll/glue", None, "dataset")]
+    assert asked == [("nyu-mll/glue", "v1.0", "dataset")] and set(read) == {"v1.0"}
     assert sorted(p.name for p in (tmp_path / "rte").iterdir()) == [".spanft-output", "provenance.json",
                                                                    "train.parquet", "validation.parquet"]

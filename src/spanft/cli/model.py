@@ -20,11 +20,11 @@ BUILD_OPTIONS = {  # option -> (type, help); the defaults are BackboneConfig's
 }
 READS = {  # the settings each source reads (the rest are reported as ignored)
     "build": ("tokenizer", "lowercase", *(name.replace("-", "_") for name in BUILD_OPTIONS), "seed", "corpus"),
-    "hub": ("hub_id", "revision", "seed", "tokenizer_id", "lowercase"),
-    "local": ("path",),
+    "hub": ("hub_id", "revision", "seed", "tokenizer_id", "tokenizer_revision", "lowercase"),
+    "local": ("path", "tokenizer_id", "tokenizer_revision", "lowercase"),
 }
 SETTINGS = ("tokenizer", "lowercase", *(name.replace("-", "_") for name in BUILD_OPTIONS), "seed", "hub_id",
-            "revision", "tokenizer_id", "path")
+            "revision", "tokenizer_id", "tokenizer_revision", "path")
 
 
 def add_backbone(sub: argparse._SubParsersAction) -> None:
@@ -46,8 +46,10 @@ def add_backbone(sub: argparse._SubParsersAction) -> None:
     other.add_argument("--hub-id", default=None, help="hub: model id, e.g. bert-base-uncased")
     other.add_argument("--revision", default=None, help="hub: branch, tag or commit (default: the main branch)")
     other.add_argument("--tokenizer-id", default=None,
-                       help="hub: the tokenizer's repository when the model's own is wrong (SpanBERT: bert-large-cased); "
-                            "--lowercase / --no-lowercase set its case folding")
+                       help="the tokenizer its authors used when the model's own is wrong (SpanBERT: bert-large-cased): "
+                            "a hub id or a local directory; --lowercase / --no-lowercase set its case folding")
+    other.add_argument("--tokenizer-revision", default=None,
+                       help="--tokenizer-id on the hub: branch, tag or commit (default: the main branch)")
     other.add_argument("--path", default=None, help="local: a saved model directory (config.json and a tokenizer)")
     p.set_defaults(run=backbone)
 

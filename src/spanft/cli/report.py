@@ -11,6 +11,8 @@ def add_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--runs", default="data/runs", help="runs root: <study>/<backbone>/<task>/<variant>/seed<N>/")
     p.add_argument("--segmented", default="data/segmented", help="segmented data root (ngram/, random/, chunker/, sweep/)")
     p.add_argument("--out", default="reports", help="report directory to write")
+    p.add_argument("--corpus-record", default="data/corpus/provenance.json",
+                   help="the corpus stage's provenance record, shown in the summary (absent: not recorded)")
     p.add_argument("--paper-values", default=None, help="published numbers YAML (default: spanft/report/paper_values.yaml)")
     p.set_defaults(run=report)
 
@@ -20,7 +22,7 @@ def report(args: argparse.Namespace) -> int:
     from spanft.report.build import write_reports
 
     write_reports(load_params(args.params), args.runs, args.segmented, args.out, params_name=str(args.params),
-                  paper_values=args.paper_values)
+                  paper_values=args.paper_values, corpus_record=args.corpus_record)
     return 0
 
 

@@ -52,9 +52,8 @@ class SplitColumns:
 
     def add(self, idx: int, words: Sequence[Sequence[str]], label, location: str) -> None:
         """Append one example; ``words`` holds one word list per sentence; ``label`` is already an id/score/tag ids."""
-        for number, sentence in enumerate(words):
-            if not sentence:
-                raise SpanftError(f"{location}: sentence {number + 1} is empty")
+        if self.task.is_tagging and not words[0]:  # a classification split may hold an empty sentence (readers)
+            raise SpanftError(f"{location}: sentence 1 is empty")
         self.idx.append(int(idx))
         self.words_a.append(list(words[0]))
         if self.task.is_pair:

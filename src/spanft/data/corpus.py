@@ -147,6 +147,9 @@ def write_hf_corpus(
 
     ``revision``: a branch, tag or commit of the dataset repository (None or '': its main branch).
     """
+    from spanft.data.hub import settle_offline_mode
+
+    settle_offline_mode()
     import datasets
 
     revision = revision or None
@@ -173,8 +176,12 @@ def _iter_column(data, column: str, batch_size: int = 10_000) -> Iterator[str]:
 def write_corpus(out: str | Path, tagged_out: str | Path | None = None, *, source: str = "synthetic",
                  tokens: int = 2_000_000, seed: int = 0, local_path: str | None = None,
                  hf_id: str = "Salesforce/wikitext", hf_config: str | None = "wikitext-103-raw-v1",
-                 hf_split: str = "train", hf_revision: str | None = None, tagged_sentences: int = 5000) -> None:
+                 hf_split: str = "train", hf_revision: str | None = None, tagged_sentences: int = 5000,
+                 record_out: str | Path | None = None) -> None:
     """The corpus stage: write the corpus from ``source`` (params ``corpus``), and the tagged sentences.
+
+    ``record_out``: where to write what the corpus was made from (:mod:`spanft.data.provenance`): the hub
+    repository and the commit its revision resolved to, or the local path, with the corpus file's digest.
 
     ``tagged_out``: POS-tagged sentences of the synthetic language, written only with the synthetic corpus
     (they describe that language and nothing else); with a real corpus the chunker's tagger learns from
@@ -199,3 +206,44 @@ def write_corpus(out: str | Path, tagged_out: str | Path | None = None, *, sourc
         raise SpanftError(f"corpus.source: unknown source {source!r}; valid sources: synthetic, hf, local")
     if tagged_out and source == "synthetic":
         write_tagged_sentences(tagged_out, tagged_sentences, seed)
+    if record_out:
+        _write_record(record_out, out, source, local_path=local_path, hf_id=hf_id, hf_config=hf_config,
+                      hf_split=hf_split, hf_revision=hf_revision, tokens=tokens, seed=seed)
+
+
+def _write_record(record_out: str | Path, corpus: str | Path, source: str, **settings) -> None:
+    """The corpus's provenance record: hub id and resolved commit, or path, and the written file's digest."""
+    import json
+
+    from spanft.data.provenance import hub_record, local_record, paths_digest
+
+    digest = paths_digest([corpus])
+    if source == "hf":
+        record = hub_record(settings["hf_id"], settings["hf_revision"] or None, "dataset",
+                            config=settings["hf_config"], split=settings["hf_split"], digest=digest)
+    elif source == "local":
+        record = local_record("local", Path(settings["local_path"]).resolve(), digest)
+    else:
+        record = local_record("synthetic", "synthetic language", digest, tokens=settings["tokens"],
+                              seed=settings["seed"])
+    with atomic_open(record_out, inputs=[corpus]) as handle:
+        json.dump(record, handle, indent=2, sort_keys=True)
+        handle.write("\n")
+
+
+def read_corpus_record(path: str | Path) -> dict | None:
+    """The corpus stage's provenance record (None when the file does not exist)."""
+    import json
+
+    from spanft.fileio import read_text
+
+    path = Path(path)
+    if not path.is_file():
+        return None
+    try:
+        record = json.loads(read_text(path, what="corpus provenance file"))
+    except json.JSONDecodeError as exc:
+        raise SpanftError(f"{path}: not valid JSON ({exc.msg})") from None
+    if not isinstance(record, dict) or "source" not in record:
+        raise SpanftError(f"{path}: not a provenance record (expected an object with 'source')")
+    return record

@@ -10,8 +10,8 @@ Prepared layout (the prepare-task stage, ``spanft prepare-task``): ``<out>/<spli
   ``tags`` list<int64> (IOB2 ids; empty list unlabeled) instead.
 
 A missing test split skips that split (a warning: no test predictions, no submission file for it); a
-missing train or dev file is an error. Rows dropped by rule (SNLI's "-" labels, blank lines, empty sentences)
-are counted in the log. ``<out>/provenance.json`` records where the data came from (hub repository and
+missing train or dev file is an error. Rows dropped by rule (SNLI's "-" labels, blank lines, training examples
+with an empty sentence) are counted in the log; dev and test keep every row (a leaderboard file needs them all). ``<out>/provenance.json`` records where the data came from (hub repository and
 resolved commit, or the local files' digest) and which splits were present (:mod:`spanft.data.provenance`).
 """
 

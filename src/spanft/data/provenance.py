@@ -53,8 +53,12 @@ def hub_commit(repo_id: str, revision: str | None = None, repo_type: str = "data
 
     Asks the hub; offline, reads the ref the hub cache recorded when the files were downloaded.
     """
+    from spanft.data.hub import settle_offline_mode
+
     if revision and _COMMIT.match(revision):
         return revision
+    if settle_offline_mode():
+        return _cached_commit(repo_id, revision, repo_type)
     try:
         from huggingface_hub import HfApi
 

@@ -2,7 +2,9 @@
 
 A missing test split (local file or hub split) is skipped with a warning: no test predictions, no submission
 file for it; a missing train or dev split is an error naming the file. Rows dropped by rule (SNLI's "-"
-labels, blank lines, empty sentences) are counted in the log.
+labels, blank lines, training examples with an empty sentence) are counted in the log; an empty sentence in a
+dev or test split is kept and predicted (the GLUE server wants every test index); CoNLL-2003 rows without
+tokens are boundaries, skipped everywhere.
 Files are checked to be what they claim before their rows are read: a GLUE file's header names the columns
 read from it (a header-less file or another task's file stops at line 1), every row has the header's number
 of fields, SNLI records carry non-null strings, and no split is empty.
@@ -130,26 +132,30 @@ def _read_glue_tsv(task: TaskSpec, split: SplitSpec, path: Path, out: SplitColum
 
 
 class _EmptyCount:
-    """Examples with an empty sentence (a blank question or hypothesis): dropped and counted, not fatal."""
+    """Examples with an empty sentence (a blank question or hypothesis): dropped from training and counted;
+    kept, and predicted, in every dev and test split (a score or a leaderboard file covers every row)."""
 
     def __init__(self, split: SplitSpec, origin: str) -> None:
         self.split, self.origin = split, origin
-        self.dropped: list[str] = []
+        self.training = split.name == "train"
+        self.seen: list[str] = []
 
     def keeps(self, words: Sequence[Sequence[str]], location: str) -> bool:
         if all(words):
             return True
-        self.dropped.append(location)
-        return False
+        self.seen.append(location)
+        return not self.training
 
     def report(self) -> None:
-        if not self.dropped:
+        if not self.seen:
             return
-        log.warning("%s: dropped %d example(s) with an empty sentence: %s", self.origin, len(self.dropped),
-                    "; ".join(self.dropped[:5]) + (" ..." if len(self.dropped) > 5 else ""))
-        if not self.split.labeled:
-            log.warning("%s: the %s submission file will lack those rows", self.origin,
-                        self.split.submission_stem or self.split.name)
+        where = "; ".join(self.seen[:5]) + (" ..." if len(self.seen) > 5 else "")
+        if self.training:
+            log.warning("%s: dropped %d training example(s) with an empty sentence: %s", self.origin,
+                        len(self.seen), where)
+        else:
+            log.info("%s: kept %d example(s) with an empty sentence (predicted like any other): %s", self.origin,
+                     len(self.seen), where)
 
 
 def _parse_index(raw: str, location: str) -> int:
@@ -223,6 +229,9 @@ def _read_conll(task: TaskSpec, split: SplitSpec, path: Path, out: SplitColumns)
 
 def _conll_sentences(path: Path) -> Iterator[tuple[int, list[str], list[str], list[str] | None]]:
     """Yield (first line number, tokens, NER tags, POS tags) per sentence, skipping -DOCSTART- lines.
+
+    A blank line or ``-DOCSTART-`` ends a sentence; runs of them make no empty sentences (the hub readers skip
+    a row without tokens the same way: :func:`_report_boundaries`).
 
     POS tags are the second column when the file has three or more (token, POS, [chunk,] NER), else None.
     """
@@ -341,6 +350,9 @@ def hub_revision(task: TaskSpec, revision: str | None = None) -> str | None:
 
 def _load_hub_split(task: TaskSpec, split: SplitSpec, revision: str | None = None):
     """The hub split as a ``datasets.Dataset``; None for an optional split the repository does not have."""
+    from spanft.data.hub import settle_offline_mode
+
+    settle_offline_mode()
     import datasets
 
     config = split.hub_config or task.hub_config
@@ -390,13 +402,16 @@ def _read_hub_split(task: TaskSpec, split: SplitSpec, ds) -> SplitColumns:
     labels = list(ds[task.hub_label_column])
     ids = list(ds["idx"]) if "idx" in ds.column_names else range(len(ds))
     out = SplitColumns(task, split.name)
-    dropped = 0
+    dropped = boundaries = 0
     empty = _EmptyCount(split, origin)
     for row, idx in enumerate(ids):
         location = f"{origin} row {row}"
         label = labels[row]
         if task.hub_dropped_label is not None and label == task.hub_dropped_label:
             dropped += 1
+            continue
+        if task.is_tagging and not texts[0][row]:
+            boundaries += 1
             continue
         if task.is_tagging:
             out.add(idx, [list(texts[0][row])], _hub_tags(task, label, id_map, location, split.labeled), location)
@@ -406,8 +421,17 @@ def _read_hub_split(task: TaskSpec, split: SplitSpec, ds) -> SplitColumns:
                 out.add(idx, words, _hub_label(task, label, id_map, location, split.labeled), location)
     if dropped:
         log.info("%s: dropped %d example(s) with label %d (no gold label)", origin, dropped, task.hub_dropped_label)
+    _report_boundaries(origin, boundaries)
     empty.report()
     return out
+
+
+def _report_boundaries(origin: str, count: int) -> None:
+    """CoNLL-2003's one rule for a sentence without tokens, in every reader (NER and POS, files and hub): it
+    is not a sentence but a boundary (the files' -DOCSTART- lines and runs of blank lines), skipped and counted;
+    nothing is lost, as it has no token to label or predict."""
+    if count:
+        log.info("%s: skipped %d empty sentence(s): boundaries, not sentences (no tokens to tag)", origin, count)
 
 
 def _hub_label_map(task: TaskSpec, hub_names: list[str] | None, origin: str) -> list[int] | None:
@@ -495,4 +519,5 @@ def _hub_pos(task: TaskSpec, split: str, revision: str | None) -> list[list[tupl
             raise SpanftError(f"{origin} row {row}: {len(tokens)} tokens, POS ids {list(ids)} (0..{len(tags) - 1})")
         if tokens:
             sentences.append([(word, tags[i]) for word, i in zip(tokens, ids)])
+    _report_boundaries(origin, len(ds) - len(sentences))
     return sentences

@@ -7,9 +7,16 @@ in fp16, like SpanBERT's, included): mixed precision is the trainer's business. 
 ``provenance.json`` (:mod:`spanft.data.provenance`): the hub id and resolved commit, or the digest of what was
 copied or built.
 
-A hub backbone may take its tokenizer from another repository (``tokenizer_id``) and set its case folding
-(``lowercase``): ``SpanBERT/spanbert-large-cased`` ships only a cased ``vocab.txt``, which ``AutoTokenizer``
-would lower-case; its authors use the ``bert-large-cased`` tokenizer.
+A hub or local backbone may take its tokenizer from elsewhere (``tokenizer_id``: a hub id at
+``tokenizer_revision``, or a local directory) and set its case folding (``lowercase``):
+``SpanBERT/spanbert-large-cased`` ships only a cased ``vocab.txt``, which ``AutoTokenizer`` would lower-case;
+its authors use the ``bert-large-cased`` tokenizer. A cased vocabulary behind a lower-casing tokenizer (its
+capitalised pieces unreachable) is refused wherever a backbone is loaded (:func:`check_case`).
+
+Weights: ``model.safetensors`` when the model has one, else ``pytorch_model.bin`` read by ``torch.load`` with
+``weights_only=True`` (torch's restricted unpickler: tensors and plain containers, no code; transformers
+requires torch >= 2.6 for it). SpanBERT's only weights are such a file. A ``.bin`` that holds anything else is
+refused with one line. The hub's safetensors conversion bot is never called.
 
 ``build`` trains a tokenizer on the corpus with ``tokenizers`` and a small model of the same family:
   - ``wordpiece``: an uncased (``--no-lowercase``: cased) BERT WordPiece vocabulary and a ``BertModel``;
@@ -34,7 +41,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Iterator
 
+from spanft.params import ids
 from spanft.data.provenance import directory_digest, hub_commit, local_record, write_provenance
+from spanft.data.hub import settle_offline_mode
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_path, check_output, read_text_lines, require_file
 
@@ -253,8 +262,8 @@ def mlm_blocks(corpus: Path, tokenizer, block_len: int, max_blocks: int) -> list
     batch: list[str] = []
 
     def flush() -> None:
-        for ids in tokenizer(batch, add_special_tokens=False)["input_ids"]:
-            buffer.extend(ids)
+        for pieces in tokenizer(batch, add_special_tokens=False)["input_ids"]:
+            buffer.extend(pieces)
         while len(buffer) >= body and len(blocks) < max_blocks:
             blocks.append([tokenizer.cls_token_id, *buffer[:body], tokenizer.sep_token_id])
             del buffer[:body]
@@ -357,63 +366,116 @@ def make_backbone(corpus: str | os.PathLike, out: str | os.PathLike, cfg: Backbo
     return summary
 
 
-def fetch_hub_backbone(
-    hub_id: str,
-    out: str | os.PathLike,
-    revision: str | None = None,
-    seed: int = 0,
-    tokenizer_id: str | None = None,
-    lowercase: bool | None = None,
-) -> dict:
+@dataclass(frozen=True)
+class TokenizerChoice:
+    """The tokenizer a hub or local backbone is given: its own (``source`` None) or its authors' (a hub id at
+    ``revision``, or a local directory), with its case folding forced (``lowercase``) or as saved (None)."""
+
+    source: str | None = None
+    revision: str | None = None
+    lowercase: bool | None = None
+
+    @classmethod
+    def of(cls, spec: dict) -> "TokenizerChoice":
+        return cls(spec.get("tokenizer_id") or None, spec.get("tokenizer_revision") or None, spec.get("lowercase"))
+
+    @property
+    def overridden(self) -> bool:
+        return self.source is not None or self.lowercase is not None
+
+
+def load_tokenizer(default: str, choice: TokenizerChoice, revision: str | None = None):
+    """The fast tokenizer ``choice`` names (``default`` at ``revision`` when it names none); one-line errors."""
+    from transformers import AutoTokenizer
+
+    source = choice.source or default
+    if choice.source and ids.is_local_name(source) and not Path(source).is_dir():
+        raise SpanftError(f"tokenizer directory {source} not found (tokenizer_id)")
+    if not ids.is_local_name(source):
+        settle_offline_mode()
+    case = {} if choice.lowercase is None else {"do_lower_case": choice.lowercase}
+    at = choice.revision if choice.source else revision
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, revision=at, trust_remote_code=False, **case)
+    except (OSError, ValueError) as exc:
+        _refuse_unsafe_loading(source, exc)
+        raise _not_loaded("tokenizer" if choice.source else "backbone", source, at, exc) from None
+    _require_fast(tokenizer, source)
+    return tokenizer
+
+
+def _tokenizer_record(tokenizer, choice: TokenizerChoice, default_commit: str | None) -> dict:
+    """Which tokenizer a backbone was given: hub id and commit, or directory and digest; its case folding."""
+    record = {"id": choice.source, "lowercase": backbone_is_uncased(tokenizer)}
+    if choice.source is None:
+        return record | {"id": "own", "revision": default_commit}
+    if ids.is_local_name(choice.source):
+        return record | {"digest": directory_digest(choice.source)}
+    commit = getattr(tokenizer, "_commit_hash", None) or tokenizer.init_kwargs.get("_commit_hash")
+    return record | {"revision": commit or hub_commit(choice.source, choice.revision, "model"),
+                     "requested_revision": choice.revision}
+
+
+def fetch_hub_backbone(hub_id: str, out: str | os.PathLike, revision: str | None = None, seed: int = 0,
+                       tokenizer: TokenizerChoice = TokenizerChoice()) -> dict:
     """Download ``hub_id`` (model in float32 + tokenizer) and save it into the directory ``out`` (atomically).
 
-    ``tokenizer_id``: the repository of the tokenizer its authors used (default ``hub_id``, at ``revision``);
-    ``lowercase``: force the tokenizer's case folding (``do_lower_case``), None keeps the repository's.
+    ``tokenizer``: the tokenizer its authors used (default: the repository's own, at ``revision``).
     """
-    import torch
-    from transformers import AutoModel, AutoTokenizer, set_seed
+    from transformers import set_seed
 
     check_output(out, made_by="backbone")
     start = time.perf_counter()
     set_seed(seed)  # weights the checkpoint lacks (a pooler, say) are initialised the same way every time
-    tokenizer_revision = None if tokenizer_id else revision
-    case = {} if lowercase is None else {"do_lower_case": lowercase}
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(tokenizer_id or hub_id, revision=tokenizer_revision,
-                                                  trust_remote_code=False, **case)
-        model = AutoModel.from_pretrained(hub_id, revision=revision, dtype=torch.float32, **SAFE_LOADING)
-    except (OSError, ValueError) as exc:
-        _refuse_unsafe_loading(hub_id, exc)
-        at = f" at revision {revision}" if revision else ""
-        raise SpanftError(
-            f"backbone {hub_id!r}{at} could not be downloaded (unknown id or revision, or offline? "
-            f"without network use --source local --path DIR): {_first_line(exc)}"
-        ) from None
-    _require_fast(tokenizer, tokenizer_id or hub_id)
+    settle_offline_mode()
+    loaded = load_tokenizer(hub_id, tokenizer, revision)
+    model = _load_model(hub_id, revision)
+    check_case(loaded, hub_id)
     commit = getattr(model.config, "_commit_hash", None)
     record = {"source": "hub", "id_or_path": hub_id, "revision": commit, "requested_revision": revision,
               "dtype": "float32"}
-    if tokenizer_id or lowercase is not None:
-        record["tokenizer"] = {"id": tokenizer_id or hub_id, "lowercase": backbone_is_uncased(tokenizer),
-                               "revision": _tokenizer_commit(tokenizer, tokenizer_id) if tokenizer_id else commit}
+    if tokenizer.overridden:
+        record["tokenizer"] = _tokenizer_record(loaded, tokenizer, commit)
     with atomic_path(out, made_by="backbone") as tmp:
         model.save_pretrained(tmp)
-        tokenizer.save_pretrained(tmp)
+        loaded.save_pretrained(tmp)
         write_provenance(tmp, record)
-    return _loaded_summary(model, tokenizer, start) | {"commit": commit}
+    return _loaded_summary(model, loaded, start) | {"commit": commit}
 
 
-def _tokenizer_commit(tokenizer, tokenizer_id: str) -> str | None:
-    """The commit the tokenizer was read at: what transformers recorded, else the hub's main branch."""
-    commit = getattr(tokenizer, "_commit_hash", None) or tokenizer.init_kwargs.get("_commit_hash")
-    return commit or hub_commit(tokenizer_id, None, "model")
+def _load_model(name: str, revision: str | None = None):
+    """``AutoModel`` in float32 from a directory or hub id, safetensors or a tensors-only ``.bin``."""
+    import torch
+    from transformers import AutoModel
+
+    os.environ["DISABLE_SAFETENSORS_CONVERSION"] = "1"  # never ask the hub's bot to convert a .bin
+    try:
+        return AutoModel.from_pretrained(name, revision=revision, dtype=torch.float32, **SAFE_LOADING)
+    except Exception as exc:  # OSError/ValueError (missing, offline), UnpicklingError/RuntimeError (unsafe .bin)
+        _refuse_unsafe_loading(name, exc)
+        raise _not_loaded("backbone", name, revision, exc) from None
+
+
+def _not_loaded(what: str, name: str, revision: str | None, exc: BaseException) -> SpanftError:
+    at = f" at revision {revision}" if revision else ""
+    if ids.is_local_name(name):
+        return SpanftError(f"{what} {name!r} could not be loaded: {_first_line(exc)}")
+    return SpanftError(f"{what} {name!r}{at} could not be loaded (unknown id or revision, or offline? without "
+                       f"network use --source local --path DIR): {_first_line(exc)}")
 
 
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
 
 
-def copy_local_backbone(path: str | os.PathLike, out: str | os.PathLike) -> dict:
-    """Copy a saved model directory into ``out`` (atomically) once it loads as a backbone."""
+_TOKENIZER_EXTRA = ("tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "merges.txt")
+
+
+def copy_local_backbone(path: str | os.PathLike, out: str | os.PathLike,
+                        tokenizer: TokenizerChoice = TokenizerChoice()) -> dict:
+    """Copy a saved model directory into ``out`` (atomically) once it loads as a backbone.
+
+    ``tokenizer``: the tokenizer its authors used, replacing the directory's own in the copy (default: its own).
+    """
     source, target = Path(path), Path(out)
     if not source.is_dir():
         raise SpanftError(f"backbone directory {source} not found")
@@ -425,12 +487,22 @@ def copy_local_backbone(path: str | os.PathLike, out: str | os.PathLike) -> dict
     with atomic_path(target, inputs=[source], made_by="backbone") as tmp:
         # symlinks are followed: a hub cache snapshot links into blobs/ that the copy must hold itself
         shutil.copytree(source, tmp, ignore=shutil.ignore_patterns(".git"))
+        if tokenizer.overridden:
+            _replace_tokenizer(tmp, load_tokenizer(str(source), tokenizer))
         try:
-            model, tokenizer = load_backbone(str(tmp))
+            model, loaded = load_backbone(str(tmp))
         except SpanftError as exc:  # name the directory the user gave, not the temporary copy
             raise SpanftError(str(exc).replace(str(tmp), str(source))) from None
-        write_provenance(tmp, local_record("local", source.resolve(), directory_digest(tmp)))
-    return _loaded_summary(model, tokenizer, start)
+        extra = {"tokenizer": _tokenizer_record(loaded, tokenizer, None)} if tokenizer.overridden else {}
+        write_provenance(tmp, local_record("local", source.resolve(), directory_digest(tmp), **extra))
+    return _loaded_summary(model, loaded, start)
+
+
+def _replace_tokenizer(directory: Path, tokenizer) -> None:
+    """The directory's own tokenizer files out, ``tokenizer``'s in (no stale vocabulary left to load)."""
+    for name in (*TOKENIZER_FILES, *_TOKENIZER_EXTRA):
+        (directory / name).unlink(missing_ok=True)
+    tokenizer.save_pretrained(directory)
 
 
 def _require_fast(tokenizer, name: str) -> None:
@@ -453,47 +525,72 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
-# Loading a model never runs code from it: no custom modelling code, no pickled weights (a pickle can run code).
-SAFE_LOADING = {"use_safetensors": True, "trust_remote_code": False}
+# Loading a model never runs code from it: no custom modelling code; safetensors, or a .bin read by torch's
+# restricted unpickler (weights_only: tensors and plain containers only, never a callable).
+SAFE_LOADING = {"trust_remote_code": False, "weights_only": True}
 
 
 def _refuse_unsafe_loading(name: str, exc: BaseException) -> None:
-    """One line for a model that only loads by running its own code or unpickling its weights."""
+    """One line for a model that only loads by running its own code or a pickle's."""
     if "custom code" in str(exc):
         raise SpanftError(f"backbone {name!r} needs its own modelling code (trust_remote_code), which spanft "
                           f"never runs: use a model that transformers supports natively") from None
-    if "safetensors" in str(exc):
+    if "weights_only" in str(exc) or "Unsupported global" in str(exc):
         raise SpanftError(
-            f"backbone {name!r} could not be loaded: it has no safetensors weights (model.safetensors), and spanft "
-            f"never loads pickled weights (pytorch_model.bin); to use a .bin model, convert it once where you trust "
-            f"it (AutoModel.from_pretrained(...).save_pretrained(DIR) writes model.safetensors) and use DIR"
+            f"backbone {name!r}: its pytorch_model.bin holds more than tensors (torch.load weights_only=True "
+            f"refused it), and spanft never runs a pickle's code: use a model with model.safetensors"
         ) from None
 
 
 def load_backbone(name_or_dir: str):
     """``(AutoModel in float32, fast tokenizer)`` for a local directory or a hub id, with one-line errors."""
-    import torch
-    from transformers import AutoModel, AutoTokenizer
+    from transformers import AutoTokenizer
 
     path = Path(name_or_dir)
-    looks_local = path.exists() or name_or_dir.startswith((".", "/", "~")) or name_or_dir.count("/") > 1
+    looks_local = ids.is_local_name(name_or_dir)
     if looks_local and not path.is_dir():
         raise SpanftError(f"backbone directory {name_or_dir} not found")
     if looks_local and not (path / "config.json").is_file():
         raise SpanftError(f"backbone directory {name_or_dir} has no config.json (not a saved HF model)")
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(name_or_dir, trust_remote_code=False)
-        model = AutoModel.from_pretrained(name_or_dir, dtype=torch.float32, **SAFE_LOADING)
-    except (OSError, ValueError) as exc:
-        _refuse_unsafe_loading(name_or_dir, exc)
-        raise SpanftError(
-            f"backbone {name_or_dir!r} could not be loaded (unknown id, or offline?): {_first_line(exc)}"
-        ) from None
-    _require_fast(tokenizer, name_or_dir)
+    if not looks_local:
+        settle_offline_mode()
+    tokenizer = load_tokenizer(name_or_dir, TokenizerChoice())
+    model = _load_model(name_or_dir)
+    check_case(tokenizer, name_or_dir)
     if "ByteLevel(add_prefix_space=False" in repr(tokenizer.backend_tokenizer.pre_tokenizer):
         # Byte-level BPE (RoBERTa) needs a prefix space to encode pre-split words as it encodes running text.
         tokenizer = AutoTokenizer.from_pretrained(name_or_dir, add_prefix_space=True, trust_remote_code=False)
     return model, tokenizer
+
+
+def cased_pieces(tokenizer) -> tuple[int, int, list[str]]:
+    """``(pieces with a capital A-Z, word pieces, a few examples)`` of the vocabulary, special tokens aside.
+
+    ASCII capitals only: a byte-level BPE's byte symbols (``Ġ``, ``Ċ``) are capitals of another alphabet."""
+    specials = set(tokenizer.all_special_tokens)
+    words = [t for t in tokenizer.get_vocab() if t not in specials and not _bracketed(t)]
+    capitals = sorted(t for t in words if any("A" <= ch <= "Z" for ch in t))
+    return len(capitals), len(words), capitals[:3]
+
+
+def _bracketed(token: str) -> bool:
+    return (token[:1], token[-1:]) in (("[", "]"), ("<", ">"))
+
+
+CASED_SHARE = 0.01  # an uncased vocabulary has no capitals at all; a cased one has them by the thousand
+
+
+def check_case(tokenizer, name: str) -> None:
+    """A cased vocabulary behind a lower-casing tokenizer is an error: its capitalised pieces are unreachable."""
+    if not backbone_is_uncased(tokenizer):
+        return
+    capitals, words, examples = cased_pieces(tokenizer)
+    if capitals and capitals >= CASED_SHARE * words:
+        raise SpanftError(
+            f"backbone {name}: its vocabulary is cased ({capitals} of {words} pieces hold capitals, e.g. "
+            f"{', '.join(examples)}) but its tokenizer lower-cases, so they are never used: give it its authors' "
+            f"tokenizer (tokenizer_id, e.g. bert-large-cased for SpanBERT) or lowercase: false "
+            f"(spanft backbone --tokenizer-id / --no-lowercase)")
 
 
 def backbone_is_uncased(tokenizer) -> bool:
@@ -516,7 +613,7 @@ def write_backbone(name: str, source: str, spec: dict, out: str | os.PathLike, c
         if not spec.get("hub_id"):
             raise SpanftError(f"backbone {name}: source hub needs hub_id")
         summary = fetch_hub_backbone(spec["hub_id"], out, spec.get("revision"), spec.get("seed", BackboneConfig().seed),
-                                     spec.get("tokenizer_id"), spec.get("lowercase"))
+                                     TokenizerChoice.of(spec))
         commit = f" (commit {summary['commit']})" if summary.get("commit") else ""
         revision = f"@{spec['revision']}" if spec.get("revision") else ""
         origin = f"from the hub: {spec['hub_id']}{revision}{commit}"
@@ -525,7 +622,11 @@ def write_backbone(name: str, source: str, spec: dict, out: str | os.PathLike, c
             raise SpanftError(f"backbone {name}: source local needs path")
         from spanft.params.profiles import resolve_packaged_paths
 
-        summary = copy_local_backbone(resolve_packaged_paths(spec["path"], f"backbone {name}"), out)
+        choice = TokenizerChoice.of(spec)
+        if choice.source:
+            choice = TokenizerChoice(resolve_packaged_paths(choice.source, f"backbone {name}"), choice.revision,
+                                     choice.lowercase)
+        summary = copy_local_backbone(resolve_packaged_paths(spec["path"], f"backbone {name}"), out, choice)
         origin = f"copied from {spec['path']}"
     return (f"backbone {name}: {out}: {summary['parameters']:,} parameters, vocabulary {summary['vocab_size']}, "
             f"{summary['layers']} layers x {summary['hidden']}, {origin}, {summary['seconds']} s")

@@ -106,3 +106,9 @@ def path_problem(value: str) -> str | None:
         if unicodedata.category(ch) in ("Cc", "Zl", "Zp"):
             return f"holds the control character {ascii(ch)}: a path may not"
     return None
+
+
+def is_local_name(value: str) -> bool:
+    """Whether a model or tokenizer reference names a directory rather than a hub id: it exists, starts like
+    a path (``/``, ``.``, ``~``, ``pkg:``) or holds more than one ``/`` (a hub id holds at most one)."""
+    return (Path(value).exists() or value.startswith((".", "/", "~", "pkg:")) or value.count("/") > 1)

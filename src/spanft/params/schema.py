@@ -38,8 +38,9 @@ _HPARAMS = HPARAM_TYPES  # one definition: what `finetune --hparams` accepts
 _BUILD = {"tokenizer": _STR, "lowercase": _BOOL, "vocab_size": _INT, "hidden": _INT, "layers": _INT, "heads": _INT,
           "intermediate": _INT, "max_len": _INT, "mlm_steps": _INT, "mlm_batch_size": _INT, "mlm_block_len": _INT,
           "mlm_lr": _FLOAT, "vocab_lines": _INT, "seed": _INT}
-_HUB = {"hub_id": _STR, "revision": _STR, "seed": _INT, "tokenizer_id": _STR, "lowercase": _BOOL}
-_LOCAL = {"path": _STR}
+_TOKENIZER = {"tokenizer_id": _STR, "tokenizer_revision": _STR, "lowercase": _BOOL}  # the authors' tokenizer
+_HUB = {"hub_id": _STR, "revision": _STR, "seed": _INT, **_TOKENIZER}
+_LOCAL = {"path": _STR, **_TOKENIZER}
 
 
 @dataclass(frozen=True)
@@ -267,10 +268,9 @@ def _check_backbone(name: str, source: str, spec: dict, path) -> None:
         _refuse(path, f"{where}.hub_id", spec["hub_id"], ids.hub_id_problem)
         if spec.get("revision"):
             _refuse(path, f"{where}.revision", spec["revision"], ids.revision_problem)
-        if spec.get("tokenizer_id"):
-            _refuse(path, f"{where}.tokenizer_id", spec["tokenizer_id"], ids.hub_id_problem)
     if source == "local":
         _refuse(path, f"{where}.path", spec["path"], ids.path_problem)
+    _check_tokenizer(spec, where, path)
     for key in _BUILD_AT_LEAST_ONE:
         if key in spec and spec[key] < 1:
             raise SpanftError(f"{path}: {where}.{key} must be at least 1, found {spec[key]!r}")
@@ -279,8 +279,23 @@ def _check_backbone(name: str, source: str, spec: dict, path) -> None:
             raise SpanftError(f"{path}: {where}.{key} must be at least 0, found {spec[key]!r}")
 
 
+def _check_tokenizer(spec: dict, where: str, path) -> None:
+    """A backbone's own tokenizer: a hub id (at tokenizer_revision) or a local directory."""
+    tokenizer = spec.get("tokenizer_id")
+    if tokenizer:
+        local = ids.is_local_name(tokenizer)
+        _refuse(path, f"{where}.tokenizer_id", tokenizer, ids.path_problem if local else ids.hub_id_problem)
+        if local and spec.get("tokenizer_revision"):
+            raise SpanftError(f"{path}: {where}.tokenizer_revision: {tokenizer!r} is a local directory, which has "
+                              f"no revisions")
+    if spec.get("tokenizer_revision"):
+        if not tokenizer:
+            raise SpanftError(f"{path}: {where}.tokenizer_revision needs tokenizer_id (the hub tokenizer it names)")
+        _refuse(path, f"{where}.tokenizer_revision", spec["tokenizer_revision"], ids.revision_problem)
+
+
 def _check_real_data(tree: dict, path) -> None:
-    """The tagger must fit the task data; revisions name tasks (tokenizer_id sits under backbones.hub only)."""
+    """The tagger must fit the task data; revisions name tasks."""
     from spanft.data.registry import TASKS
     from spanft.data.tagger_sources import check_tagger_source
 

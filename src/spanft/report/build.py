@@ -34,19 +34,25 @@ HEADLINE_STUDIES = ["glue", "backbones", "snli", "ner"]
 
 
 def write_reports(params: dict, runs_dir: str | Path, segmented_dir: str | Path, out_dir: str | Path, *,
-                  params_name: str = "params", paper_values: str | Path | None = None) -> list[str]:
-    """Write every report file under ``out_dir``; return their paths relative to it (index.md last)."""
+                  params_name: str = "params", paper_values: str | Path | None = None,
+                  corpus_record: str | Path | None = None) -> list[str]:
+    """Write every report file under ``out_dir``; return their paths relative to it (index.md last).
+
+    ``corpus_record``: the corpus stage's provenance file, shown in the summary (absent: "not recorded").
+    """
+    from spanft.data.corpus import read_corpus_record
     from spanft.fileio import check_output_location
 
     check_output_location(out_dir, inputs=[runs_dir, segmented_dir])  # before anything is read or written
+    corpus = read_corpus_record(corpus_record) if corpus_record else None
     files = build_reports(params, Path(runs_dir), Path(segmented_dir), params_name=params_name,
-                          paper_values=paper_values)
+                          paper_values=paper_values, corpus=corpus)
     _write_all(Path(out_dir), files)
     return list(files)
 
 
 def build_reports(params: dict, runs_dir: Path, segmented_dir: Path, *, params_name: str = "params",
-                  paper_values: str | Path | None = None) -> dict[str, bytes]:
+                  paper_values: str | Path | None = None, corpus: dict | None = None) -> dict[str, bytes]:
     """Every report file's bytes by relative path, ``index.md`` last (nothing is written)."""
     from spanft.report import figures
     from spanft.report.paper import Paper, tidy_values
@@ -78,7 +84,7 @@ def build_reports(params: dict, runs_dir: Path, segmented_dir: Path, *, params_n
     files["metrics.json"] = (json.dumps(headline_metrics(builder), indent=2, sort_keys=True) + "\n").encode()
     _read_dictsize_runs(builder)  # Figure 4's runs are checked against constant predictors too
     checks = check_runs(builder.all_runs())
-    files["index.md"] = index_markdown(profile, list(files), tables, builder.all_runs(), checks).encode()
+    files["index.md"] = index_markdown(profile, list(files), tables, builder.all_runs(), checks, corpus).encode()
     return files
 
 
@@ -182,12 +188,13 @@ _DESCRIPTIONS = {
 }
 
 
-def index_markdown(profile: str, paths: list[str], tables: list = (), runs: list = (), checks: list = ()) -> str:
+def index_markdown(profile: str, paths: list[str], tables: list = (), runs: list = (), checks: list = (),
+                   corpus: dict | None = None) -> str:
     """The summary (profile, inputs, verdicts, flagged runs), then every report file."""
     from spanft.report.summary import flagged_lines, summary_lines
     from spanft.report.tables import profile_line
 
-    lines = [profile_line(profile), "", *summary_lines(list(runs), list(tables), list(checks)),
+    lines = [profile_line(profile), "", *summary_lines(list(runs), list(tables), list(checks), corpus),
              "# Reports", ""]
     for path in sorted(paths):
         stem = Path(path).stem

@@ -2,7 +2,8 @@
 
 Inputs come from each run's ``metrics.json`` ``inputs`` block (``{"backbone": {...}, "data": {...}}``, written
 by fine-tuning: where the backbone and the task data came from, with a revision or a digest); runs without
-one show "not recorded".
+one show "not recorded". The corpus (WikiText's hub commit, or a path or the synthetic language, and the
+corpus file's digest) comes from the corpus stage's record.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ DIGEST_CHARS = 12
 FLAGS_SHOWN = 8
 
 
-def summary_lines(runs: list[Run], tables: list, checks: list[RunCheck]) -> list[str]:
+def summary_lines(runs: list[Run], tables: list, checks: list[RunCheck], corpus: dict | None = None) -> list[str]:
     """Markdown lines: inputs, verdicts per table, and the flagged runs (the first few); the profile line
     comes first in every report."""
-    lines = ["# Summary", "", *inputs_lines(runs), "", "## Verdicts", ""]
+    lines = ["# Summary", "", f"- Corpus: {describe(corpus)}", *inputs_lines(runs), "", "## Verdicts", ""]
     for table in tables:
         if not table.verdicts:
             lines.append(f"- Table {table.number}: no verdict ({'; '.join(table.notes[:1]) or 'no runs'})")
