@@ -7,7 +7,8 @@
 4. A line reports each change (done / running / failed); each failed job is named by its stage, its error
    and its log (:mod:`spanft.cluster.tracking`).
 5. When every job finished, the head's ``dvc repro`` restores each run from the run-cache and builds the
-   reports. A failure stops before the join; the finished runs stay in the run-cache, so the next call
+   reports (dvc.lock records of runs this cache lacks, made elsewhere, are dropped first: DVC looks in the
+   run-cache only for a stage without an applicable record). A failure stops before the join; the finished runs stay in the run-cache, so the next call
    submits only what is still stale. A stage whose job of an earlier call still runs is never sent twice.
 """
 
@@ -25,7 +26,8 @@ from filelock import FileLock, Timeout
 from submitit.core.utils import FailedJobError
 
 from spanft.cluster.job import StageJob
-from spanft.cluster.stages import StaleStage, finetune_upstream, stage_paths, stale_finetune_stages
+from spanft.cluster.stages import (StaleStage, finetune_upstream, forget_uncached_records, stage_paths,
+                                   stale_finetune_stages)
 from spanft.cluster.tracking import (Submitted, new_submission, outcome, scheduler_states, still_active,
                                      write_manifest)
 from spanft.cluster.workspace import HeadState, cache_dir, head_state, snapshot
@@ -122,6 +124,10 @@ def _fanout(root: Path, settings: ClusterSettings, executor: str, parallel: int,
         log.info("fanout: joining: `dvc repro` restores the runs from the run-cache and builds the reports")
         if settings.remote:
             run_dvc(root, "pull", "--run-cache", "--remote", settings.remote)
+        dropped = forget_uncached_records(root)
+        if dropped:
+            log.info("fanout: %d dvc.lock records name outputs this cache lacks (runs made elsewhere): dropped, "
+                     "so that `dvc repro` restores the jobs' runs instead of running them again", len(dropped))
         run_dvc(root, "repro")
     return 0
 

@@ -60,23 +60,57 @@ def _dvc_quiet() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def restorable(repo: Repo, stage) -> bool:
-    """Whether ``dvc repro`` would check the stage's outputs out instead of running it (what a finished job left).
+def _lock_applies(stage) -> bool:
+    """DVC's first choice when it restores a stage: the lock's record, if the dependencies still match it.
 
-    As DVC decides: the lock's outputs when the dependencies match the lock and those outputs are cached, else
-    a run-cache entry for the dependencies' current hashes.
+    When it applies, DVC checks out the recorded outputs or runs the stage; it looks in the run-cache only
+    when the record does not apply (``StageCache.restore``).
+    """
+    return not stage.changed_stage() and stage.deps_cached() and all(out.hash_info for out in stage.outs)
+
+
+def _in_run_cache(repo: Repo, stage) -> bool:
+    """Whether the run-cache holds a run of the stage's command on its dependencies' current hashes."""
+    stage.save_deps()  # the dependencies' current hashes, in memory: the run-cache key
+    for out in stage.outs:  # forget the lock's outputs, or restore() would take them for the cached run
+        out.hash_info = HashInfo()
+    repo.stage_cache.restore(stage, dry=True)
+    return True
+
+
+def restorable(repo: Repo, stage) -> bool:
+    """Whether the join can check the stage's outputs out instead of running it (what a finished job left).
+
+    The lock's outputs when its record applies and they are cached; else a run in the run-cache. (A lock
+    committed from another machine's runs records outputs this cache lacks: :func:`forget_uncached_records`
+    drops such records before the join, so that DVC looks in the run-cache for them.)
     """
     with _dvc_quiet():
         try:
-            if not stage.changed_stage() and stage.deps_cached() and all(out.hash_info for out in stage.outs):
-                return stage.outs_cached()
-            stage.save_deps()  # the dependencies' current hashes, in memory: the run-cache key
-            for out in stage.outs:  # forget the lock's outputs, or restore() would take them for the cached run
-                out.hash_info = HashInfo()
-            repo.stage_cache.restore(stage, dry=True)
+            if _lock_applies(stage) and stage.outs_cached():
+                return True
+            return _in_run_cache(repo, stage)
         except (RunCacheNotFoundError, DependencyDoesNotExistError):
             return False
-    return True
+
+
+def forget_uncached_records(root: Path) -> list[str]:
+    """Drop from ``dvc.lock`` the fine-tuning records whose outputs the cache lacks but whose run it holds.
+
+    Such a record (runs made on another machine, committed with the repo) makes ``dvc repro`` run the stage
+    again rather than restore the job's run: DVC consults the run-cache only for stages without an applicable
+    record. Dropped, the join restores the run and writes the record anew. Returns the stages dropped.
+    """
+    with open_repo(root) as repo, repo.lock:
+        dropped = []
+        for stage in finetune_stages(repo):
+            with _dvc_quiet():
+                if not stage.changed() or not _lock_applies(stage) or stage.outs_cached():
+                    continue
+            if restorable(repo, stage):
+                stage.dvcfile._lockfile.remove_stage(stage)
+                dropped.append(stage.addressing)
+        return dropped
 
 
 def stale_finetune_stages(root: Path) -> tuple[list[StaleStage], int, int]:
