@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from spanft.params.cluster import ClusterSettings
 from spanft.params.schema import check_params
 
 ROOT = Path(__file__).resolve().parents[1]
+SRC = ROOT / "src"
 
 
 def embedded() -> dict:
@@ -52,10 +54,30 @@ def test_slurm_without_sbatch_is_refused_and_auto_falls_back_to_local(monkeypatc
 
 
 def test_local_jobs_share_the_cores_and_slurm_jobs_use_their_cpus(monkeypatch):
-    monkeypatch.setattr("os.cpu_count", lambda: 16)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(16)))
     assert job_threads(ClusterSettings(), "local", 4) == 4
     assert job_threads(ClusterSettings(), "local", 32) == 1
     assert job_threads(ClusterSettings(cpus_per_job=6), "slurm", 4) == 6
+
+
+def test_local_jobs_share_the_cores_this_process_may_use_not_the_machines(monkeypatch):
+    """Under a cgroup or taskset (a SLURM allocation, a container) the machine's core count is not ours."""
+    monkeypatch.setattr("os.cpu_count", lambda: 64)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: {3, 4, 5, 6})
+    assert job_threads(ClusterSettings(), "local", 2) == 2
+
+
+def test_local_gpu_jobs_get_the_callers_gpus_and_no_more_jobs_than_they_go_round(monkeypatch, tmp_path):
+    from spanft.cluster.fanout import local_slots, slot_gpus
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,GPU-8f3a")  # what the caller was given, in its numbering
+    settings = ClusterSettings(gpus_per_job=1)
+    assert local_slots(settings, 8) == 3
+    assert [slot_gpus(settings, slot) for slot in range(3)] == ["4", "5", "GPU-8f3a"]
+    assert slot_gpus(ClusterSettings(gpus_per_job=0), 0) == ""  # no GPU: a CPU job
+    assert local_slots(ClusterSettings(gpus_per_job=0), 8) == 8
+    with pytest.raises(SpanftError, match=r"cluster.gpus_per_job 4: this machine shows 3 GPU\(s\)"):
+        local_slots(ClusterSettings(gpus_per_job=4), 2)
 
 
 def git(repo: Path, *args: str) -> str:
@@ -90,6 +112,24 @@ def test_uncommitted_code_or_params_are_refused_in_one_line_and_outputs_are_not(
     assert "uncommitted changes (params.yaml, src/new.py)" in str(error.value) and "\n" not in str(error.value)
 
 
+def test_changed_paths_with_spaces_or_non_ascii_names_are_seen(head):
+    """git quotes such paths unless asked for them raw (-z): quoted, they would match no stage input."""
+    (head / "src" / "modèle été.py").write_text("z = 1\n", encoding="utf-8")
+    with pytest.raises(SpanftError, match="uncommitted changes \\(src/modèle été.py\\)"):
+        head_state(head, [], ["src"], allow_dirty=False)
+
+
+def test_a_head_without_commits_or_below_the_git_top_is_refused_in_one_line(tmp_path):
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    git(fresh, "init", "-q")
+    with pytest.raises(SpanftError, match="no commit yet; the jobs run a commit"):
+        head_state(fresh, [], ["src"], allow_dirty=False)
+    (fresh / "project").mkdir()
+    with pytest.raises(SpanftError, match="a subfolder of its git repository"):
+        head_state(fresh / "project", [], ["src"], allow_dirty=False)
+
+
 def test_a_workspace_is_the_commit_plus_the_heads_lock_and_allowed_changes(head, tmp_path):
     (head / "dvc.lock").write_text("after upstream\n", encoding="utf-8")
     (head / "src" / "code.py").write_text("x = 2\n", encoding="utf-8")
@@ -112,6 +152,16 @@ def test_a_workspace_is_the_commit_plus_the_heads_lock_and_allowed_changes(head,
     (workspace / "data" / "checkpoint").write_text("kept\n", encoding="utf-8")
     prepare_workspace(head, state.commit, snap, workspace, str(cache))  # a re-submitted job: same folder
     assert (workspace / "data" / "checkpoint").read_text() == "kept\n"
+
+
+def test_a_workspace_takes_the_heads_local_dvc_config(head, tmp_path):
+    """A remote (and its credentials) set with `dvc remote add --local` lives where git does not carry it."""
+    subprocess.run(["dvc", "remote", "add", "--local", "store", str(tmp_path / "store")], cwd=head, check=True)
+    state = head_state(head, [], ["src"], allow_dirty=False)
+    workspace = tmp_path / "fanout" / "workspaces" / "stage@1"
+    prepare_workspace(head, state.commit, snapshot(state, tmp_path / "fanout"), workspace, str(tmp_path / "cache"))
+    config = (workspace / ".dvc" / "config.local").read_text()
+    assert "store" in config and str(tmp_path / "store") in config and str(tmp_path / "cache") in config
 
 
 def test_a_second_fanout_in_the_same_head_is_refused_in_one_line(tmp_path):
@@ -227,3 +277,134 @@ def test_a_second_job_in_the_same_workspace_does_nothing(tmp_path):
         with pytest.raises(SpanftError, match="another job runs in"):
             call()
     assert not workspace.exists()
+
+
+def test_the_job_folder_must_be_the_fanouts_own(head):
+    from spanft.cluster.fanout import check_folder, fanout
+
+    for folder in (head, head.parent):
+        with pytest.raises(SpanftError, match="that is the repo or a folder above it"):
+            check_folder(head, folder)
+    with pytest.raises(SpanftError, match="it holds files git tracks"):
+        check_folder(head, head / "src")
+    check_folder(head, head / ".fanout")
+    mine = head / "scratch"
+    mine.mkdir()
+    (mine / ".gitignore").write_text("mine\n", encoding="utf-8")
+    settings = ClusterSettings(executor="local", folder=str(mine), remote="nosuch")
+    with pytest.raises(SpanftError, match=r"cluster.remote 'nosuch': no such DVC remote .*none"):
+        fanout(head, settings, jobs=1, allow_dirty=False, join=False)
+    assert (mine / ".gitignore").read_text() == "mine\n"  # a user's file is never overwritten
+
+
+def test_without_squeue_nobody_can_tell_what_runs_so_nothing_is_sent(tmp_path, monkeypatch):
+    from spanft.cluster.tracking import still_active
+
+    earlier = tmp_path / "jobs" / "20260101-000000-1"
+    earlier.mkdir(parents=True)
+    (earlier / "jobs.tsv").write_text("stage\texecutor\tjob\tlog\nglue_sf@tiny-cola-1\tslurm\t7_0\tx.err\n")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(SpanftError, match="squeue is not on the PATH: cannot tell whether"):
+        still_active(tmp_path)
+    fake = tmp_path / "bin" / "squeue"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'squeue: error: Unable to contact slurm controller' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:/usr/bin:/bin")
+    with pytest.raises(SpanftError, match="squeue failed \\(squeue: error: Unable to contact slurm controller\\)"):
+        still_active(tmp_path)
+
+
+def test_a_stopped_command_takes_its_whole_process_group_with_it(tmp_path):
+    """dvc's children (the training) must not outlive a stopped job: they would race its requeued copy."""
+    import psutil
+
+    pid_file = tmp_path / "grandchild.pid"
+    script = ("import signal, sys\n"
+              "from spanft.cluster.processes import run_group\n"
+              "signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))\n"
+              f"run_group(['bash', '-c', 'sleep 300 & echo $! > {pid_file}; wait'], '.')\n")
+    caller = subprocess.Popen([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(SRC)})
+    deadline = time.monotonic() + 30
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        assert time.monotonic() < deadline and caller.poll() is None
+        time.sleep(0.05)
+    grandchild = int(pid_file.read_text())
+    caller.terminate()
+    assert caller.wait(timeout=30) == 143
+    gone = not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE
+    assert gone, "the grandchild outlived its stopped caller"
+
+
+def test_the_time_limit_signal_reaches_submitit_only():
+    from spanft.cluster.job import time_limit_signal
+    from spanft.cluster.processes import run_group
+
+    command = ["bash", "-c", "kill -USR2 $$; echo still here"]
+    assert run_group(command, ".", ignore=(time_limit_signal(),)) == 0
+    assert run_group(command, ".") != 0  # SIGUSR2's default action ends the process
+
+
+def test_a_directory_dvc_cannot_open_is_one_line(tmp_path):
+    project = tmp_path / "not-dvc"
+    project.mkdir()
+    (project / "params.yaml").write_text((ROOT / "params.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    git(project, "init", "-q")
+    git(project, "add", "-A")
+    git(project, "commit", "-qm", "x")
+    done = subprocess.run(["spanft", "fanout", "--root", str(project), "--executor", "local"], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith(f"spanft: error: {project}: dvc: you are not inside of a DVC repository")
+
+
+@pytest.fixture
+def dvc_head(tmp_path) -> Path:
+    """A committed DVC project whose one stage runs pipeline/finetune.py (a fine-tuning stage), run once."""
+    repo = tmp_path / "dvc-head"
+    (repo / "pipeline").mkdir(parents=True)
+    (repo / "pipeline" / "finetune.py").write_text(
+        "import yaml\nopen('run.txt', 'w').write(str(yaml.safe_load(open('params.yaml'))['lr']))\n")
+    (repo / "params.yaml").write_text("lr: 1\n")
+    (repo / "dvc.yaml").write_text("stages:\n  ft:\n    cmd: python pipeline/finetune.py\n"
+                                   "    deps: [pipeline/finetune.py]\n    params: [lr]\n    outs: [run.txt]\n")
+    git(repo, "init", "-q")
+    subprocess.run(["dvc", "init", "-q"], cwd=repo, check=True)
+    subprocess.run(["dvc", "repro", "-q"], cwd=repo, check=True)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one run")
+    return repo
+
+
+def dvc_repro(repo: Path, *args: str) -> str:
+    done = subprocess.run(["dvc", "repro", *args], cwd=repo, capture_output=True, text=True, check=True)
+    return done.stdout + done.stderr
+
+
+def test_a_lock_record_of_a_run_made_elsewhere_is_dropped_so_dvc_restores_the_jobs_run(dvc_head):
+    """A clone's dvc.lock records outputs another machine made; DVC then runs the stage again although the
+    run-cache holds the job's run (it reads the run-cache only without an applicable record)."""
+    from spanft.cluster.stages import forget_uncached_records, stale_finetune_stages
+
+    lock_path = dvc_head / "dvc.lock"
+    lock = yaml.safe_load(lock_path.read_text())
+    lock["stages"]["ft"]["outs"][0]["md5"] = "f" * 32
+    lock_path.write_text(yaml.safe_dump(lock, sort_keys=False))
+    (dvc_head / "run.txt").unlink()
+    assert "Running stage 'ft'" in dvc_repro(dvc_head, "--dry")  # DVC itself, as the record stands
+    assert stale_finetune_stages(dvc_head) == ([], 0, 1)  # the fan-out sends nothing: the run is cached
+    assert forget_uncached_records(dvc_head) == ["ft"]
+    assert "Stage 'ft' is cached - skipping run" in dvc_repro(dvc_head)
+    assert (dvc_head / "run.txt").read_text() == "1"
+    assert forget_uncached_records(dvc_head) == []  # a record of cached outputs stays
+
+
+def test_the_join_never_fine_tunes_on_the_head(dvc_head):
+    from spanft.cluster.fanout import refuse_stale_join
+    from spanft.cluster.stages import stage_paths
+
+    sent = head_state(dvc_head, *stage_paths(dvc_head), allow_dirty=False)
+    refuse_stale_join(dvc_head, sent)  # the runs match the head: the join may go on
+    (dvc_head / "params.yaml").write_text("lr: 2\n")  # edited while the jobs ran
+    with pytest.raises(SpanftError, match="1 fine-tuning stages are stale after the jobs ended"):
+        refuse_stale_join(dvc_head, sent)

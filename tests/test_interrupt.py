@@ -266,3 +266,25 @@ def test_checkpoints_of_another_process_count_or_a_torn_marker_are_not_resumed(t
     assert prepare_checkpoint_dir(options, task) is None and not checkpoint.exists()
     assert json.loads(marker.read_text())["processes"] == 1
     shutil.rmtree(tmp_path / "ckpt")
+
+
+def test_checkpoints_of_other_backbone_weights_or_other_code_are_not_resumed(task_workspace, tmp_path, monkeypatch):
+    """A run killed, then re-run after a commit changed its backbone's files (same path) or spanft's code, starts
+    over: resuming would mix the two in one run."""
+    import spanft.train.checkpoints as checkpoints
+
+    backbone = tmp_path / "backbone"
+    shutil.copytree(task_workspace / "backbone", backbone)
+    options = _options(task_workspace, tmp_path / "ckpt", backbone=str(backbone))
+    task = get_task("sst2")
+    prepare_checkpoint_dir(options, task)
+    checkpoint = _fake_checkpoint(tmp_path / "ckpt", 20, complete=True)
+    assert prepare_checkpoint_dir(options, task) == str(checkpoint)  # nothing changed: resumed
+    config = backbone / "config.json"
+    config.write_text(config.read_text().replace("{", '{"edited": 1, ', 1))
+    assert prepare_checkpoint_dir(options, task) is None and not checkpoint.exists()
+
+    checkpoint = _fake_checkpoint(tmp_path / "ckpt", 20, complete=True)
+    assert prepare_checkpoint_dir(options, task) == str(checkpoint)
+    monkeypatch.setattr(checkpoints, "_code_digest", lambda: "another commit of spanft")
+    assert prepare_checkpoint_dir(options, task) is None and not checkpoint.exists()

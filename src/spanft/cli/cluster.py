@@ -31,6 +31,8 @@ def add_fanout(sub: argparse._SubParsersAction) -> None:
 
 
 def fanout(args: argparse.Namespace) -> int:
+    from dvc.exceptions import DvcException
+
     from spanft.cluster.fanout import fanout
     from spanft.errors import SpanftError
     from spanft.params.cluster import settings_from_params
@@ -44,4 +46,8 @@ def fanout(args: argparse.Namespace) -> int:
     settings = settings.with_overrides(**overrides).checked("command line")
     if args.jobs is not None and args.jobs < 1:
         raise SpanftError(f"--jobs must be at least 1, found {args.jobs}")
-    return fanout(root, settings, args.jobs, args.allow_dirty, args.join)
+    try:
+        return fanout(root, settings, args.jobs, args.allow_dirty, args.join)
+    except DvcException as error:  # not a DVC project, a dvc.yaml or dvc.lock DVC cannot read, ...
+        said = [line for line in str(error).splitlines() if line.strip()]
+        raise SpanftError(f"{root}: dvc: {said[0] if said else type(error).__name__}") from None

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import shutil
@@ -25,12 +26,15 @@ import submitit
 from filelock import FileLock, Timeout
 from submitit.core.utils import FailedJobError
 
+from dvc.repo import Repo
+
 from spanft.cluster.job import StageJob
+from spanft.cluster.processes import run_group
 from spanft.cluster.stages import (StaleStage, finetune_upstream, forget_uncached_records, stage_paths,
                                    stale_finetune_stages)
 from spanft.cluster.tracking import (Submitted, new_submission, outcome, scheduler_states, still_active,
                                      write_manifest)
-from spanft.cluster.workspace import HeadState, cache_dir, head_state, snapshot
+from spanft.cluster.workspace import HeadState, cache_dir, git, head_state, snapshot
 from spanft.errors import SpanftError
 from spanft.params.cluster import ClusterSettings
 
@@ -50,10 +54,39 @@ def executor_name(settings: ClusterSettings) -> str:
 
 
 def job_threads(settings: ClusterSettings, executor: str, jobs: int) -> int:
-    """Torch threads per job: the job's CPUs on SLURM; this machine's cores shared by the jobs at once locally."""
+    """Torch threads per job: the job's CPUs on SLURM; the cores this process may use, shared by the jobs at
+    once, locally (its CPU affinity: what a cgroup or ``taskset`` leaves it, not every core of the machine)."""
     if executor == "slurm":
         return settings.cpus_per_job
-    return max(1, (os.cpu_count() or 1) // max(1, jobs))
+    return max(1, usable_cores() // max(1, jobs))
+
+
+def usable_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def local_gpus() -> list[str]:
+    """The GPUs local jobs may share: those of ``CUDA_VISIBLE_DEVICES`` when set, else every one torch sees."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        return [gpu.strip() for gpu in visible.split(",") if gpu.strip()]
+    import torch  # only with cluster.gpus_per_job > 0
+
+    return [str(index) for index in range(torch.cuda.device_count())]
+
+
+def local_slots(settings: ClusterSettings, parallel: int) -> int:
+    """How many local jobs run at once: ``parallel``, fewer when the GPUs do not go round."""
+    if settings.gpus_per_job == 0:
+        return parallel
+    fit = len(local_gpus()) // settings.gpus_per_job
+    if fit == 0:
+        raise SpanftError(f"cluster.gpus_per_job {settings.gpus_per_job}: this machine shows "
+                          f"{len(local_gpus())} GPU(s) (CUDA_VISIBLE_DEVICES, torch)")
+    if fit < parallel:
+        log.info("fanout: %d jobs at once, not %d: %d GPU(s), %d per job", fit, parallel, len(local_gpus()),
+                 settings.gpus_per_job)
+    return min(parallel, fit)
 
 
 def slurm_executor(settings: ClusterSettings, submission: Path, parallel: int) -> submitit.AutoExecutor:
@@ -66,30 +99,38 @@ def slurm_executor(settings: ClusterSettings, submission: Path, parallel: int) -
     return ex
 
 
-def local_executor(settings: ClusterSettings, submission: Path, slot: int) -> submitit.LocalExecutor:
-    """A local process in slot ``slot`` of ``--jobs``: with GPUs, the slot's own ``gpus_per_job`` of them."""
+def local_executor(settings: ClusterSettings, submission: Path) -> submitit.LocalExecutor:
+    """A local process; its GPUs are set by the job itself (:func:`slot_gpus`), so submitit gives it none."""
     ex = submitit.LocalExecutor(folder=submission / "%j")
-    gpus = settings.gpus_per_job
-    ex.update_parameters(timeout_min=settings.time_min, gpus_per_node=gpus,
-                         visible_gpus=tuple(range(slot * gpus, (slot + 1) * gpus)))
+    ex.update_parameters(timeout_min=settings.time_min, gpus_per_node=0)
     return ex
+
+
+def slot_gpus(settings: ClusterSettings, slot: int) -> str:
+    """``CUDA_VISIBLE_DEVICES`` of the local job in slot ``slot``: its own ``gpus_per_job`` of the caller's GPUs,
+    in the caller's numbering (indices or UUIDs); empty (no GPU) without ``gpus_per_job``."""
+    gpus = settings.gpus_per_job
+    return ",".join(local_gpus()[slot * gpus:(slot + 1) * gpus]) if gpus else ""
 
 
 def run_dvc(root: Path, *args: str) -> None:
     """``dvc ARGS`` in the head, its output shown as it comes; a failure is one error line."""
-    done = subprocess.run(["dvc", *args], cwd=root, stdin=subprocess.DEVNULL,
-                          env={**os.environ, "DVC_NO_ANALYTICS": "1"})
-    if done.returncode != 0:
+    code = run_group(["dvc", *args], root, {**os.environ, "DVC_NO_ANALYTICS": "1"})
+    if code != 0:
         raise SpanftError(f"{root}: dvc {' '.join(args[:3])}{' ...' if len(args) > 3 else ''} failed "
-                          f"(exit {done.returncode}); its output is above")
+                          f"(exit {code}); its output is above")
 
 
 def fanout(root: Path, settings: ClusterSettings, jobs: int | None, allow_dirty: bool, join: bool) -> int:
     """Run the head's graph with its fine-tuning stages sent as jobs; 0 when every job and the join succeeded."""
     executor = executor_name(settings)
     folder = settings.folder_path(root)
+    check_folder(root, folder)
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / ".gitignore").write_text("*\n", encoding="utf-8")  # job workspaces are git clones: never add them
+    if not (folder / ".gitignore").exists():  # job workspaces are git clones: never add them
+        (folder / ".gitignore").write_text("*\n", encoding="utf-8")
+    if settings.remote:
+        check_remote(root, settings.remote)
     lock = FileLock(folder / "fanout.lock", timeout=0)
     try:
         lock.acquire()
@@ -100,6 +141,32 @@ def fanout(root: Path, settings: ClusterSettings, jobs: int | None, allow_dirty:
         return _fanout(root, settings, executor, jobs or settings.max_parallel, allow_dirty, join)
     finally:
         lock.release()
+
+
+def check_folder(root: Path, folder: Path) -> None:
+    """The job folder must be a folder of its own: not the repo, not above it, holding no file git tracks."""
+    if folder == root or folder in root.parents:
+        raise SpanftError(f"cluster.folder {folder}: that is the repo or a folder above it; name a folder of the "
+                          f"fan-out's own (default .fanout)")
+    if root in folder.parents and _tracked(root, folder):
+        raise SpanftError(f"cluster.folder {folder}: it holds files git tracks; name a folder of the fan-out's "
+                          f"own (default .fanout)")
+
+
+def _tracked(root: Path, folder: Path) -> bool:
+    try:
+        return bool(git(root, "ls-files", "--", str(folder.relative_to(root))).strip())
+    except SpanftError:  # not a git repo: head_state says so, in its own words
+        return False
+
+
+def check_remote(root: Path, remote: str) -> None:
+    """A remote the jobs can push to: one the head's DVC config names (its local config travels with the jobs)."""
+    with Repo(str(root)) as repo:
+        known = sorted(repo.config.get("remote", {}))
+    if remote not in known:
+        raise SpanftError(f"cluster.remote {remote!r}: no such DVC remote in {root} (dvc remote list: "
+                          f"{', '.join(known) or 'none'}); add it with `dvc remote add` or leave cluster.remote empty")
 
 
 def _fanout(root: Path, settings: ClusterSettings, executor: str, parallel: int, allow_dirty: bool,
@@ -123,13 +190,25 @@ def _fanout(root: Path, settings: ClusterSettings, executor: str, parallel: int,
     if join:
         log.info("fanout: joining: `dvc repro` restores the runs from the run-cache and builds the reports")
         if settings.remote:
-            run_dvc(root, "pull", "--run-cache", "--remote", settings.remote)
+            run_dvc(root, "pull", "--run-cache", "--allow-missing", "--remote", settings.remote)
+        refuse_stale_join(root, head)
         dropped = forget_uncached_records(root)
         if dropped:
             log.info("fanout: %d dvc.lock records name outputs this cache lacks (runs made elsewhere): dropped, "
                      "so that `dvc repro` restores the jobs' runs instead of running them again", len(dropped))
         run_dvc(root, "repro")
     return 0
+
+
+def refuse_stale_join(root: Path, head: HeadState) -> None:
+    """Never fine-tune on the head: if the jobs' runs no longer match it (its code or params changed while they
+    ran), stop instead of letting the join's ``dvc repro`` run the stages here."""
+    now = head_state(root, *stage_paths(root), allow_dirty=True)
+    stale, _, _ = stale_finetune_stages(root)
+    if stale or now.commit != head.commit or now.changed != head.changed:
+        what = f"{len(stale)} fine-tuning stages are stale" if stale else "the head's commit or files changed"
+        raise SpanftError(f"{root}: {what} after the jobs ended (did the code or params change while they ran?); "
+                          f"the join would fine-tune here: run spanft fanout again")
 
 
 def refuse_if_still_running(folder: Path, stale: list[StaleStage]) -> None:
@@ -147,7 +226,7 @@ def send(root: Path, head: HeadState, stale: list[StaleStage], settings: Cluster
          parallel: int) -> int:
     """Submit every stale stage, report as jobs end, and return how many failed."""
     folder = settings.folder_path(root)
-    parallel = min(parallel, len(stale))
+    parallel = min(parallel if executor == "slurm" else local_slots(settings, parallel), len(stale))
     threads = job_threads(settings, executor, parallel)
     snap, shared_cache = str(snapshot(head, folder)), cache_dir(root)
     calls = [StageJob(stage.name, stage.upstream, str(root), head.commit, snap,
@@ -168,12 +247,11 @@ def send(root: Path, head: HeadState, stale: list[StaleStage], settings: Cluster
     def top_up() -> None:  # local processes: at most `parallel` at a time, each in a free slot
         busy = {s.slot for s in submitted if not s.outcome}
         for slot in [slot for slot in range(parallel) if slot not in busy][:len(waiting)]:
-            call = waiting.pop(0)
-            submitted.append(Submitted(call.stage, local_executor(settings, submission, slot).submit(call), slot))
+            call = dataclasses.replace(waiting.pop(0), gpus=slot_gpus(settings, slot))
+            submitted.append(Submitted(call.stage, local_executor(settings, submission).submit(call), slot))
             write_manifest(submission, submitted)
 
-    top_up()
-    watch(submitted, top_up, len(calls))
+    watch(submitted, top_up, len(calls))  # its first round submits, inside its cancel-on-stop guard
     return sum(1 for s in submitted if s.outcome != "done")
 
 

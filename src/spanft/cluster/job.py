@@ -10,13 +10,14 @@ checkpoint its workspace holds.
 from __future__ import annotations
 
 import os
-import subprocess
+import signal
 from dataclasses import dataclass
 from pathlib import Path
 
 from filelock import FileLock, Timeout
 from submitit.helpers import Checkpointable
 
+from spanft.cluster.processes import run_group
 from spanft.cluster.workspace import prepare_workspace
 from spanft.errors import SpanftError
 
@@ -36,6 +37,7 @@ class StageJob(Checkpointable):
     cache_dir: str
     threads: int
     remote: str = ""
+    gpus: str | None = None  # local jobs: their CUDA_VISIBLE_DEVICES; None on SLURM, which sets it
 
     def __call__(self) -> str:
         workspace = Path(self.workspace)
@@ -52,6 +54,8 @@ class StageJob(Checkpointable):
         env = {**os.environ, **{name: str(self.threads) for name in THREAD_VARIABLES},
                "PYTHONPATH": code,  # the stage scripts import spanft from the commit, not the head's tree
                "DVC_NO_ANALYTICS": "1", "TOKENIZERS_PARALLELISM": "false"}
+        if self.gpus is not None:
+            env["CUDA_VISIBLE_DEVICES"] = self.gpus
         if self.upstream:
             self._dvc(["checkout", *self.upstream], env)
         self._dvc(["repro", "--single-item", self.stage], env)
@@ -61,6 +65,14 @@ class StageJob(Checkpointable):
 
     def _dvc(self, args: list[str], env: dict) -> None:
         print(f"spanft fanout job: dvc {' '.join(args)}  (in {self.workspace})", flush=True)
-        done = subprocess.run(["dvc", *args], cwd=self.workspace, env=env, stdin=subprocess.DEVNULL)
-        if done.returncode != 0:
-            raise SpanftError(f"{self.stage}: dvc {args[0]} exited with {done.returncode}")
+        # SLURM sends the time-limit signal to every process of the job: it is submitit's (it checkpoints and
+        # requeues, and then this job stops dvc's whole process group), not the training's, which it would kill
+        code = run_group(["dvc", *args], self.workspace, env, ignore=(time_limit_signal(),))
+        if code != 0:
+            raise SpanftError(f"{self.stage}: dvc {args[0]} exited with {code}")
+
+
+def time_limit_signal() -> signal.Signals:
+    """The signal submitit asks SLURM for before a job's time limit (SIGUSR2 unless configured)."""
+    return getattr(signal, "SIG" + os.environ.get("SUBMITIT_PREEMPT_SIGNAL", "USR2").removeprefix("SIG"),
+                   signal.SIGUSR2)

@@ -30,8 +30,11 @@ class StaleStage:
     upstream: tuple[str, ...]
 
 
-def open_repo(root: Path) -> Repo:
-    return Repo(str(root))
+@contextlib.contextmanager
+def open_repo(root: Path) -> Iterator[Repo]:
+    """DVC's repo at ``root``, with ``root`` as the working directory (DVC resolves stage paths from there)."""
+    with contextlib.chdir(root), Repo(str(root)) as repo:
+        yield repo
 
 
 def is_finetune(stage) -> bool:

@@ -18,6 +18,8 @@ from pathlib import Path
 import psutil
 import submitit
 
+from spanft.errors import SpanftError
+
 MANIFEST = "jobs.tsv"
 ACTIVE = ("PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "COMPLETING",
           "SUSPENDED", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED")
@@ -77,11 +79,19 @@ def local_job_alive(job_id: str) -> bool:
 
 
 def slurm_states(job_ids: set[str]) -> dict[str, str]:
-    """squeue's state of each of the user's jobs, array elements one by one (``123_4``); {} if squeue fails."""
-    done = subprocess.run(["squeue", "--noheader", "--array", "--states=all", "--format=%i %T",
-                           f"--user={getpass.getuser()}"], capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    """squeue's state of each of the user's jobs, array elements one by one (``123_4``).
+
+    Raises :class:`SpanftError` when squeue is missing or fails: then nobody can tell which jobs still run.
+    """
+    command = ["squeue", "--noheader", "--array", "--states=all", "--format=%i %T", f"--user={getpass.getuser()}"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    except FileNotFoundError:
+        raise SpanftError("squeue is not on the PATH: cannot tell whether the SLURM jobs of spanft fanout still "
+                          "run (run it where SLURM's commands are, e.g. a login node)") from None
     if done.returncode != 0:
-        return {}
+        said = (done.stderr.strip().splitlines() or ["failed"])[-1]
+        raise SpanftError(f"squeue failed ({said}): cannot tell whether the SLURM jobs of spanft fanout still run")
     states = dict(line.split(maxsplit=1) for line in done.stdout.splitlines() if len(line.split()) == 2)
     # squeue forgets a job some minutes after it ended (MinJobAge): one it does not list has ended
     return {job: states.get(job, "COMPLETED") for job in job_ids}
@@ -90,7 +100,10 @@ def slurm_states(job_ids: set[str]) -> dict[str, str]:
 def scheduler_states(submitted: list[Submitted]) -> dict[str, str]:
     """The scheduler's state of each unfinished SLURM job of this submission; {} for local jobs."""
     ids = {s.job.job_id for s in submitted if not s.outcome and s.executor == "slurm"}
-    return slurm_states(ids) if ids else {}
+    try:
+        return slurm_states(ids) if ids else {}
+    except SpanftError:  # a busy controller: no news this time (the jobs count as still running)
+        return {}
 
 
 def outcome(entry: Submitted, states: dict[str, str]) -> str:

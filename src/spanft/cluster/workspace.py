@@ -47,12 +47,19 @@ def head_state(root: Path, outputs: list[str], inputs: list[str], allow_dirty: b
     may differ from the commit; so may anything else (a README, notes). With ``allow_dirty`` the changed
     files are sent along instead.
     """
-    commit = git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}").strip()
-    tracked = git(root, "diff", "--name-only", "--no-renames", "HEAD").splitlines()
-    untracked = git(root, "ls-files", "--others", "--exclude-standard").splitlines()
+    if git(root, "rev-parse", "--show-prefix").strip():
+        raise SpanftError(f"{root}: the DVC project is a subfolder of its git repository; spanft fanout needs "
+                          f"dvc.yaml at the top of the git repository")
+    try:
+        commit = git(root, "rev-parse", "--verify", "--quiet", "HEAD^{commit}").strip()
+    except SpanftError:
+        raise SpanftError(f"{root}: no commit yet; the jobs run a commit: commit the project first") from None
+    # -z: paths as they are (no quoting of spaces or non-ASCII names), relative to the top
+    tracked = git(root, "diff", "--name-only", "--no-renames", "-z", "HEAD").split("\0")
+    untracked = git(root, "ls-files", "-z", "--others", "--exclude-standard").split("\0")
     read = [*inputs, "dvc.yaml"]
     changed = sorted({path for path in [*tracked, *untracked]
-                      if _is_inside(path, read) and not _is_inside(path, [LOCK_FILE, *outputs])})
+                      if path and _is_inside(path, read) and not _is_inside(path, [LOCK_FILE, *outputs])})
     if changed and not allow_dirty:
         shown = ", ".join(changed[:3]) + (f" and {len(changed) - 3} more" if len(changed) > 3 else "")
         raise SpanftError(f"{root}: uncommitted changes ({shown}): the jobs run the commit, so commit them first "
@@ -107,6 +114,9 @@ def prepare_workspace(head_root: Path, commit: str, snapshot_dir: Path, workspac
         (workspace / name).unlink(missing_ok=True)
     # a job killed mid-run leaves DVC's read/write lock behind; only this stage's jobs use this workspace
     (workspace / ".dvc" / "tmp" / "rwlock").unlink(missing_ok=True)
+    head_local_config = head_root / ".dvc" / "config.local"  # remotes and credentials git does not carry
+    if head_local_config.is_file():
+        shutil.copy2(head_local_config, workspace / ".dvc" / "config.local")
     _run(workspace, ["dvc", "cache", "dir", "--local", cache_dir])
     # links, not copies: every job of a paper run would otherwise copy its backbone (1.3 GB for a large one)
     _run(workspace, ["dvc", "config", "--local", "cache.type", "reflink,hardlink,symlink,copy"])

@@ -1,7 +1,8 @@
 """Per-epoch checkpoints of a run: which one to resume from, their completion mark, and their removal.
 
-A rerun with the same settings, data and number of processes resumes from the last complete checkpoint;
-checkpoints of anything else are cleared. Only the main process of a distributed run changes the directory.
+A rerun with the same settings, data, backbone files, spanft code and number of processes resumes from the
+last complete checkpoint; checkpoints of anything else are cleared (a run killed, then re-run after a commit
+changed its backbone or the training code, starts over rather than mixing the two). Only the main process of a distributed run changes the directory.
 A checkpoint directory is ours only when it holds the run marker: a directory of the user's (files but no
 marker) is refused, never cleared, and a directory that existed before the run is never removed.
 """
@@ -24,7 +25,7 @@ log = logging.getLogger("spanft")
 
 
 RUN_MARKER = "spanft_run.json"  # in the checkpoint dir: the settings its checkpoints belong to
-_MATCHED = ("settings", "data", "processes")  # the marker keys a resumable checkpoint must share
+_MATCHED = ("settings", "data", "backbone", "code", "processes")  # the marker keys a resumable checkpoint must share
 CREATED = "created_directory"  # marker key: the run made the directory itself (then it may remove it)
 
 
@@ -76,6 +77,28 @@ def _data_digest(data: Path, splits: list[str]) -> str:
     return digest.hexdigest()
 
 
+def _tree_digest(root: Path, pattern: str = "*") -> str:
+    """The content of the files under ``root`` that match ``pattern``, with their relative paths."""
+    digest = hashlib.sha256()
+    for path in sorted(p for p in root.rglob(pattern) if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(str(path.relative_to(root)).encode() + b"\0")
+        with path.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _backbone_digest(backbone: str) -> str:
+    """A local backbone's files (a hub id and its revision are in the settings already)."""
+    path = Path(backbone)
+    return _tree_digest(path) if path.is_dir() else backbone
+
+
+def _code_digest() -> str:
+    """The spanft package's source: what trains the checkpoint."""
+    return _tree_digest(Path(__file__).resolve().parents[1], "*.py")
+
+
 def check_checkpoint_dir(directory: Path, inputs=()) -> None:
     """Refuse, before any work, a checkpoint directory that is not ours to clear (or lies among the inputs)."""
     check_output_location(directory, inputs)
@@ -90,7 +113,8 @@ def check_checkpoint_dir(directory: Path, inputs=()) -> None:
 
 def prepare_checkpoint_dir(options: FinetuneOptions, task: TaskSpec, *, main: bool = True,
                            processes: int = 1) -> str | None:
-    """The checkpoint to resume from, or None; checkpoints of other settings, data or process count are cleared.
+    """The checkpoint to resume from, or None; checkpoints of other settings, data, backbone, code or process
+    count are cleared.
 
     Only the main process (``main``) changes the directory: it clears foreign and incomplete checkpoints and
     writes the marker; the other processes of a distributed run call this after it, read only, and find the
@@ -99,7 +123,7 @@ def prepare_checkpoint_dir(options: FinetuneOptions, task: TaskSpec, *, main: bo
     """
     directory = options.checkpoint_path()
     marker = {"settings": options.fingerprint(), "data": _data_digest(Path(options.data), task.all_splits),
-              "processes": processes}
+              "backbone": _backbone_digest(options.backbone), "code": _code_digest(), "processes": processes}
     found = _read_marker(directory / RUN_MARKER)
     matches = found is not None and all(found.get(key) == marker[key] for key in _MATCHED)
     if not main:
