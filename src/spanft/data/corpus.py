@@ -233,17 +233,6 @@ def _write_record(record_out: str | Path, corpus: str | Path, source: str, **set
 
 def read_corpus_record(path: str | Path) -> dict | None:
     """The corpus stage's provenance record (None when the file does not exist)."""
-    import json
+    from spanft.data.provenance import read_record
 
-    from spanft.fileio import read_text
-
-    path = Path(path)
-    if not path.is_file():
-        return None
-    try:
-        record = json.loads(read_text(path, what="corpus provenance file"))
-    except json.JSONDecodeError as exc:
-        raise SpanftError(f"{path}: not valid JSON ({exc.msg})") from None
-    if not isinstance(record, dict) or "source" not in record:
-        raise SpanftError(f"{path}: not a provenance record (expected an object with 'source')")
-    return record
+    return read_record(Path(path), "corpus provenance file")

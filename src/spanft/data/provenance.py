@@ -103,11 +103,15 @@ def write_provenance(directory: str | Path, record: dict) -> None:
 
 def read_provenance(directory: str | Path) -> dict | None:
     """The record stored in ``directory`` (None when it has none)."""
-    path = Path(directory) / PROVENANCE_FILE
+    return read_record(Path(directory) / PROVENANCE_FILE, "provenance file")
+
+
+def read_record(path: Path, what: str) -> dict | None:
+    """A provenance record read from ``path`` (None when the file does not exist); ``what`` names it in errors."""
     if not path.is_file():
         return None
     try:
-        record = json.loads(read_text(path, what="provenance file"))
+        record = json.loads(read_text(path, what=what))
     except json.JSONDecodeError as exc:
         raise SpanftError(f"{path}: not valid JSON ({exc.msg})") from None
     if not isinstance(record, dict) or "source" not in record:
