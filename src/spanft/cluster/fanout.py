@@ -8,8 +8,8 @@
    and its log (:mod:`spanft.cluster.tracking`).
 5. When every job finished, the head's ``dvc repro`` restores each run from the run-cache and builds the
    reports (dvc.lock records of runs this cache lacks, made elsewhere, are dropped first: DVC looks in the
-   run-cache only for a stage without an applicable record). A failure stops before the join; the finished runs stay in the run-cache, so the next call
-   submits only what is still stale. A stage whose job of an earlier call still runs is never sent twice.
+   run-cache only for a stage without an applicable record). A failure stops before the join; the finished
+   runs stay in the run-cache, so the next call submits only what is still stale. A stage whose job of an earlier call still runs is never sent twice.
 """
 
 from __future__ import annotations
@@ -26,12 +26,10 @@ import submitit
 from filelock import FileLock, Timeout
 from submitit.core.utils import FailedJobError
 
-from dvc.repo import Repo
-
 from spanft.cluster.job import StageJob
 from spanft.cluster.processes import run_group
-from spanft.cluster.stages import (StaleStage, finetune_upstream, forget_uncached_records, stage_paths,
-                                   stale_finetune_stages)
+from spanft.cluster.stages import (StaleStage, finetune_upstream, forget_uncached_records, open_repo,
+                                   stage_paths, stale_finetune_stages)
 from spanft.cluster.tracking import (Submitted, new_submission, outcome, scheduler_states, still_active,
                                      write_manifest)
 from spanft.cluster.workspace import HeadState, cache_dir, git, head_state, snapshot
@@ -79,12 +77,13 @@ def local_slots(settings: ClusterSettings, parallel: int) -> int:
     """How many local jobs run at once: ``parallel``, fewer when the GPUs do not go round."""
     if settings.gpus_per_job == 0:
         return parallel
-    fit = len(local_gpus()) // settings.gpus_per_job
+    gpus = len(local_gpus())
+    fit = gpus // settings.gpus_per_job
     if fit == 0:
         raise SpanftError(f"cluster.gpus_per_job {settings.gpus_per_job}: this machine shows "
-                          f"{len(local_gpus())} GPU(s) (CUDA_VISIBLE_DEVICES, torch)")
+                          f"{gpus} GPU(s) (CUDA_VISIBLE_DEVICES, torch)")
     if fit < parallel:
-        log.info("fanout: %d jobs at once, not %d: %d GPU(s), %d per job", fit, parallel, len(local_gpus()),
+        log.info("fanout: %d jobs at once, not %d: %d GPU(s), %d per job", fit, parallel, gpus,
                  settings.gpus_per_job)
     return min(parallel, fit)
 
@@ -162,7 +161,7 @@ def _tracked(root: Path, folder: Path) -> bool:
 
 def check_remote(root: Path, remote: str) -> None:
     """A remote the jobs can push to: one the head's DVC config names (its local config travels with the jobs)."""
-    with Repo(str(root)) as repo:
+    with open_repo(root) as repo:
         known = sorted(repo.config.get("remote", {}))
     if remote not in known:
         raise SpanftError(f"cluster.remote {remote!r}: no such DVC remote in {root} (dvc remote list: "

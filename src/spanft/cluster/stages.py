@@ -73,12 +73,28 @@ def _lock_applies(stage) -> bool:
 
 
 def _in_run_cache(repo: Repo, stage) -> bool:
-    """Whether the run-cache holds a run of the stage's command on its dependencies' current hashes."""
-    stage.save_deps()  # the dependencies' current hashes, in memory: the run-cache key
-    for out in stage.outs:  # forget the lock's outputs, or restore() would take them for the cached run
-        out.hash_info = HashInfo()
-    repo.stage_cache.restore(stage, dry=True)
+    """Whether the run-cache holds a run of the stage's command on its dependencies' current hashes.
+
+    Changes the stage in memory (its dependencies' hashes taken, its outputs' forgotten): call it last.
+    """
+    with _dvc_quiet():
+        try:
+            stage.save_deps()  # the dependencies' current hashes: the run-cache key
+            for out in stage.outs:  # forget the lock's outputs, or restore() would take them for the cached run
+                out.hash_info = HashInfo()
+            repo.stage_cache.restore(stage, dry=True)
+        except (RunCacheNotFoundError, DependencyDoesNotExistError):
+            return False
     return True
+
+
+def _lock_outputs_cached(stage) -> bool:
+    """The lock's record applies and the outputs it names are in the cache."""
+    with _dvc_quiet():
+        try:
+            return _lock_applies(stage) and stage.outs_cached()
+        except DependencyDoesNotExistError:
+            return False
 
 
 def restorable(repo: Repo, stage) -> bool:
@@ -88,13 +104,7 @@ def restorable(repo: Repo, stage) -> bool:
     committed from another machine's runs records outputs this cache lacks: :func:`forget_uncached_records`
     drops such records before the join, so that DVC looks in the run-cache for them.)
     """
-    with _dvc_quiet():
-        try:
-            if _lock_applies(stage) and stage.outs_cached():
-                return True
-            return _in_run_cache(repo, stage)
-        except (RunCacheNotFoundError, DependencyDoesNotExistError):
-            return False
+    return _lock_outputs_cached(stage) or _in_run_cache(repo, stage)
 
 
 def forget_uncached_records(root: Path) -> list[str]:
@@ -108,9 +118,8 @@ def forget_uncached_records(root: Path) -> list[str]:
         dropped = []
         for stage in finetune_stages(repo):
             with _dvc_quiet():
-                if not stage.changed() or not _lock_applies(stage) or stage.outs_cached():
-                    continue
-            if restorable(repo, stage):
+                applies = stage.changed() and _lock_applies(stage)
+            if applies and not _lock_outputs_cached(stage) and _in_run_cache(repo, stage):
                 stage.dvcfile._lockfile.remove_stage(stage)
                 dropped.append(stage.addressing)
         return dropped
