@@ -10,8 +10,8 @@ import argparse
 import sys
 
 from spanft.model.backbone import write_backbone
-from spanft.params.backbones import backbone_spec
-from spanft.params.stage import PARAMS_FILE, run_stage_script
+from spanft.params.plan import Plan
+from spanft.params.stage import run_stage_script
 
 
 def main() -> int:
@@ -20,9 +20,9 @@ def main() -> int:
     parser.add_argument("out", help="model directory to write")
     parser.add_argument("--corpus", default=None, help="corpus text file (built backbones only)")
 
-    def make(args: argparse.Namespace, params: dict) -> None:
-        source, spec = backbone_spec(params, args.name, PARAMS_FILE)
-        print(write_backbone(args.name, source, spec, args.out, args.corpus))
+    def make(args: argparse.Namespace, plan: Plan) -> None:
+        backbone = plan.backbone(args.name)
+        print(write_backbone(backbone.name, backbone.source, backbone.settings, args.out, args.corpus))
 
     return run_stage_script("backbone", parser, make)
 

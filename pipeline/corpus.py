@@ -7,6 +7,8 @@ import argparse
 import sys
 
 from spanft.data.corpus import write_corpus
+from dataclasses import asdict
+
 from spanft.params.stage import run_stage
 
 
@@ -16,7 +18,7 @@ def main() -> int:
     parser.add_argument("--record", default=None, help="where to write what the corpus was made from (JSON): "
                                                        "hub id and resolved commit, or path, and its digest")
     args = parser.parse_args()
-    return run_stage(lambda params: write_corpus(args.out, **params["corpus"], record_out=args.record))
+    return run_stage(lambda plan: write_corpus(args.out, **asdict(plan.corpus), record_out=args.record))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 import argparse
 import sys
 
+from spanft.params.plan import Plan
 from spanft.params.stage import run_stage
 from spanft.text.ngrams import count_ngrams_to_file
 
@@ -16,10 +17,10 @@ def main() -> int:
     parser.add_argument("out", help="counts file to write (ngram<TAB>count)")
     args = parser.parse_args()
 
-    def count(params: dict) -> None:
-        ngrams = params["ngrams"]
-        count_ngrams_to_file([args.corpus], args.out, min_n=ngrams["min_n"], max_n=ngrams["max_n"],
-                             min_count=ngrams["min_count"], lowercase=params["words"]["lowercase"])
+    def count(plan: Plan) -> None:
+        ngrams = plan.ngrams
+        count_ngrams_to_file([args.corpus], args.out, min_n=ngrams.min_n, max_n=ngrams.max_n,
+                             min_count=ngrams.min_count, lowercase=plan.lowercase)
 
     return run_stage(count)
 

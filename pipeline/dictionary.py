@@ -11,6 +11,7 @@ import logging
 import sys
 
 from spanft.errors import SpanftError
+from spanft.params.plan import Plan
 from spanft.params.stage import run_stage_script
 from spanft.text.dictionary import build_dictionary
 
@@ -23,10 +24,10 @@ def main() -> int:
     parser.add_argument("out", help="dictionary file to write")
     parser.add_argument("--size", type=int, default=None, help="a dict_sizes entry (default: dict_size)")
 
-    def build(args: argparse.Namespace, params: dict) -> None:
-        size = params["dict_size"] if args.size is None else args.size
-        if args.size is not None and args.size not in params["dict_sizes"]:
-            raise SpanftError(f"--size {args.size} is not in params dict_sizes {params['dict_sizes']}")
+    def build(args: argparse.Namespace, plan: Plan) -> None:
+        size = plan.dict_size if args.size is None else args.size
+        if args.size is not None and args.size not in plan.dict_sizes:
+            raise SpanftError(f"--size {args.size} is not in params dict_sizes {list(plan.dict_sizes)}")
         written = build_dictionary(args.counts, size, args.out)
         log.info("wrote %d entries to %s", written, args.out)
 

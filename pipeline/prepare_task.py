@@ -10,8 +10,8 @@ import argparse
 import sys
 
 from spanft.data.prepare import prepare_task, synthetic_sizes
+from spanft.params.plan import Plan
 from spanft.params.stage import run_stage_script
-from spanft.params.studies import task_folder
 
 
 def main() -> int:
@@ -19,12 +19,12 @@ def main() -> int:
     parser.add_argument("task", help="a task of params tasks")
     parser.add_argument("out", help="prepared task directory to write")
 
-    def prepare(args: argparse.Namespace, params: dict) -> None:
-        data, synthetic = params["data"], params["data"]["synthetic"]
-        sizes = synthetic_sizes(synthetic["train_size"], synthetic["eval_size"], synthetic["test_size"],
-                                synthetic["seed"], language_seed=params["corpus"]["seed"])
-        revision = (data.get("revisions") or {}).get(args.task)
-        prepare_task(args.task, args.out, data["source"], task_folder(params, args.task), sizes, revision)
+    def prepare(args: argparse.Namespace, plan: Plan) -> None:
+        synthetic = plan.data.synthetic
+        sizes = synthetic_sizes(synthetic.train_size, synthetic.eval_size, synthetic.test_size, synthetic.seed,
+                                language_seed=plan.corpus.seed)
+        prepare_task(args.task, args.out, plan.data.source, plan.task_folder(args.task), sizes,
+                     plan.data.revisions.get(args.task))
 
     return run_stage_script("prepare_task", parser, prepare, quiet=True)
 

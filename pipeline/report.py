@@ -7,7 +7,7 @@
 import argparse
 import sys
 
-from spanft.params.stage import PARAMS_FILE, run_stage
+from spanft.params.stage import run_stage
 from spanft.report.build import write_reports
 
 
@@ -18,8 +18,8 @@ def main() -> int:
     parser.add_argument("out", help="report directory to write")
     parser.add_argument("--corpus-record", default=None, help="the corpus stage's provenance record (JSON)")
     args = parser.parse_args()
-    return run_stage(lambda params: write_reports(params, args.runs, args.segmented, args.out, params_name=PARAMS_FILE,
-                                                  corpus_record=args.corpus_record))
+    return run_stage(lambda plan: write_reports(plan, args.runs, args.segmented, args.out,
+                                                corpus_record=args.corpus_record))
 
 
 if __name__ == "__main__":

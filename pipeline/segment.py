@@ -10,6 +10,7 @@ Run by DVC with no arguments, it takes them from the stage's name (spanft.params
 import argparse
 import sys
 
+from spanft.params.plan import Plan
 from spanft.params.stage import run_stage_script
 from spanft.text.segmentation import METHODS, make_segmenter, segment_task_dir
 
@@ -21,11 +22,10 @@ def main() -> int:
     parser.add_argument("out", help="segmented task directory to write")
     parser.add_argument("--dict", dest="dict_path", default=None, help="dictionary file (ngram and random)")
 
-    def segment(args: argparse.Namespace, params: dict) -> None:
-        segmenter = make_segmenter(args.method, args.dict_path, seed=params["segmentation"]["random_seed"],
-                                   tagger=params["chunker"]["tagger"], keep_case=not params["words"]["lowercase"],
-                                   max_n=params["ngrams"]["max_n"])
-        segment_task_dir(args.in_dir, args.out, segmenter, inputs=[args.dict_path, params["chunker"]["tagger"] or None])
+    def segment(args: argparse.Namespace, plan: Plan) -> None:
+        segmenter = make_segmenter(args.method, args.dict_path, seed=plan.random_seed, tagger=plan.chunker.tagger,
+                                   keep_case=not plan.lowercase, max_n=plan.ngrams.max_n)
+        segment_task_dir(args.in_dir, args.out, segmenter, inputs=[args.dict_path, plan.chunker.tagger or None])
 
     return run_stage_script("segment", parser, segment, quiet=True)
 

@@ -9,8 +9,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from spanft.params.plan import Plan
 from spanft.params.stage import run_stage_script
-from spanft.params.studies import study_variants
 from spanft.report.build import glue_submission
 
 
@@ -20,8 +20,8 @@ def main() -> int:
     parser.add_argument("runs", help="the backbone's glue runs: data/runs/glue/<backbone>")
     parser.add_argument("out_dir", help="directory of the zips: glue-<backbone>-<variant>.zip")
 
-    def zip_variants(args: argparse.Namespace, params: dict) -> None:
-        for variant in study_variants(params, "glue"):
+    def zip_variants(args: argparse.Namespace, plan: Plan) -> None:
+        for variant in plan.variant_names("glue"):
             glue_submission(args.runs, variant, Path(args.out_dir) / f"glue-{args.backbone}-{variant}.zip")
 
     return run_stage_script("submission", parser, zip_variants)

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from spanft.data.tagger_data import make_tagger
+from spanft.params.plan import Plan
 from spanft.params.stage import run_stage
 
 
@@ -16,11 +17,10 @@ def main() -> int:
     parser.add_argument("out", help="tagger file to write (JSON)")
     args = parser.parse_args()
 
-    def tagger(params: dict) -> None:
-        data, corpus = params["data"], params["corpus"]
-        conll_dir = Path(data["dir"]) / params["chunker"]["conll_dir"]
-        make_tagger(args.out, params["chunker"]["source"], data["source"], conll_dir,
-                    (data.get("revisions") or {}).get("conll2003"), corpus["seed"], corpus["tagged_sentences"],
+    def tagger(plan: Plan) -> None:
+        data, corpus = plan.data, plan.corpus
+        make_tagger(args.out, plan.chunker.source, data.source, Path(data.dir) / plan.chunker.conll_dir,
+                    data.revisions.get("conll2003"), corpus.seed, corpus.tagged_sentences,
                     download_dir="data/nltk_data")
 
     return run_stage(tagger)

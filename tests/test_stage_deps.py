@@ -21,6 +21,7 @@ from dvc.repo import Repo
 
 from spanft.errors import SpanftError
 from spanft.params.dvc_stage import GROUPS, stage_argv
+from spanft.params.plan import Plan, plan_from_tree
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"
@@ -187,16 +188,14 @@ def test_paths_outside_the_workspace_are_deps(tmp_path):
 # ------------------------------------------------------------------------------------------- studies
 
 
-def _params_of(stages: dict[str, dict]) -> dict:
-    return profile("paper") if "fetch_backbone@bert-base" in stages else yaml.safe_load(
-        (ROOT / "params.yaml").read_text(encoding="utf-8"))
+def _plan_of(stages: dict[str, dict]) -> Plan:
+    return plan_from_tree(profile("paper") if "fetch_backbone@bert-base" in stages else yaml.safe_load(
+        (ROOT / "params.yaml").read_text(encoding="utf-8")))
 
 
 def test_fine_tuning_stages_are_exactly_the_planned_runs(stages):
-    from spanft.params.studies import planned_runs
-
-    params = _params_of(stages)
-    planned = {run.key(): run for run in planned_runs(params)}
+    params = _plan_of(stages)
+    planned = {run.key(): run for run in params.runs()}
     seen = {}
     for name, stage in stages.items():
         if script_of(stage["cmd"]).name != "finetune.py":
@@ -223,7 +222,7 @@ def test_no_stage_command_holds_params_text(stages):
 
 def test_every_group_stage_finds_its_arguments_from_its_name(stages):
     """The script of a foreach/matrix stage, given no arguments, writes exactly the outs DVC declares."""
-    params = _params_of(stages)
+    params = _plan_of(stages)
     grouped = {name: stage for name, stage in stages.items() if "@" in name}
     template = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
     assert {group for group, spec in template.items() if "foreach" in spec or "matrix" in spec} == set(GROUPS)
@@ -243,7 +242,7 @@ def test_every_group_stage_finds_its_arguments_from_its_name(stages):
 
 
 def test_a_stage_name_outside_its_script_or_params_is_one_line():
-    params = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    params = plan_from_tree(yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8")))
     for stage, script in (("prepare_task@nosuch", "prepare_task"), ("glue_sf@tiny-cola-1", "segment"),
                           ("prepare_task", "prepare_task")):
         with pytest.raises(SpanftError, match="DVC_STAGE="):
@@ -258,9 +257,7 @@ def test_baselines_read_no_dictionary(stages):
 
 
 def test_submission_zips_every_glue_variant(stages):
-    from spanft.params.studies import study_backbones, study_variants
-
-    params = _params_of(stages)
-    for backbone in study_backbones(params, "glue"):
+    plan = _plan_of(stages)
+    for backbone in plan.studies["glue"].backbones:
         outs = stages[f"submission@{backbone}"]["outs"]
-        assert outs == [f"data/submissions/glue-{backbone}-{variant}.zip" for variant in study_variants(params, "glue")]
+        assert outs == [f"data/submissions/glue-{backbone}-{variant}.zip" for variant in plan.variant_names("glue")]

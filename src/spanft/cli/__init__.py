@@ -17,7 +17,7 @@ from spanft.errors import run_command
 
 COMMANDS = [data.add_corpus, text.add_count_ngrams, text.add_build_dict, text.add_segment, model.add_backbone,
             train.add_finetune, data.add_describe, data.add_prepare_task, report.add_submission,
-            text.add_segment_task, text.add_train_tagger, params.add_check_params, params.add_profile,
+            text.add_segment_task, text.add_train_tagger, params.add_check_params, params.add_profile, params.add_dvc_yaml,
             report.add_report, report.add_glue_submission, report.add_grid_report, report.add_grid_command,
             cluster.add_fanout]
 

@@ -1,9 +1,14 @@
-"""``spanft check-params`` and ``spanft profile``."""
+"""``spanft check-params``, ``spanft profile`` and ``spanft dvc-yaml``."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
+
+from spanft.errors import SpanftError
+from spanft.params.dvc_yaml import finetune_section, section_in, write_finetune_section
+from spanft.params.plan import load_plan
+from spanft.params.profiles import PROFILES_DIR, use_profile
 
 
 def add_check_params(sub: argparse._SubParsersAction) -> None:
@@ -13,10 +18,8 @@ def add_check_params(sub: argparse._SubParsersAction) -> None:
 
 
 def check_params(args: argparse.Namespace) -> int:
-    from spanft.params.schema import check_params_file
-
-    tree = check_params_file(args.file)
-    print(f"{args.file}: ok (profile {tree['profile']})")
+    plan = load_plan(args.file)
+    print(f"{args.file}: ok (profile {plan.profile}, {len(plan.runs())} fine-tuning runs)")
     return 0
 
 
@@ -28,8 +31,25 @@ def add_profile(sub: argparse._SubParsersAction) -> None:
 
 
 def profile(args: argparse.Namespace) -> int:
-    from spanft.params.profiles import PROFILES_DIR, use_profile
-
     target = use_profile(args.name, args.root)
     print(f"profile {args.name}: {Path(args.root) / PROFILES_DIR / (args.name + '.yaml')} -> {target}; now run `dvc repro`")
+    return 0
+
+
+def add_dvc_yaml(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("dvc-yaml", help="write dvc.yaml's fine-tuning groups from the variant table")
+    p.add_argument("file", nargs="?", default="dvc.yaml", metavar="FILE")
+    p.add_argument("--check", action="store_true", help="only say whether FILE is up to date (exit 1 if not)")
+    p.set_defaults(run=dvc_yaml)
+
+
+def dvc_yaml(args: argparse.Namespace) -> int:
+    if args.check:
+        if section_in(args.file) != finetune_section():
+            raise SpanftError(f"{args.file}: the fine-tuning groups differ from the variant table; run "
+                              f"`spanft dvc-yaml` to rewrite them")
+        print(f"{args.file}: fine-tuning groups up to date")
+        return 0
+    changed = write_finetune_section(args.file)
+    print(f"{args.file}: fine-tuning groups {'rewritten' if changed else 'already up to date'}")
     return 0

@@ -1,52 +1,62 @@
-"""Per-task fine-tuning hyper-parameters: params ``hparams.<task>`` (``spanft finetune --hparams FILE:KEY``).
+"""Fine-tuning hyper-parameters: one frozen dataclass whose fields carry their type, default, bounds and help.
 
-A fine-tuning stage lists its task's block under ``params:``, so changing one task's block re-runs only that
-task's runs.
+:class:`HParams` is the one definition. Params ``hparams.<task>`` blocks are checked against it (a stage lists
+its task's block under ``params:``, so changing one block re-runs only that task's runs), ``spanft finetune``
+makes a flag of each field with the field's help text, and :class:`spanft.train.options.FinetuneOptions`
+extends it with what identifies a run.
 """
 
 from __future__ import annotations
 
-import logging
 import math
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from spanft.errors import SpanftError
-from spanft.params.load import lookup
+from spanft.params.load import load_params
 
-log = logging.getLogger("spanft")
 
-# field -> type of the FinetuneOptions fields a hyper-parameter block may set
-HPARAM_TYPES: dict[str, type] = {
-    "epochs": int,
-    "lr": float,
-    "batch_size": int,
-    "eval_batch_size": int,
-    "max_seq_len": int,
-    "max_spans": int,
-    "max_span_len": int,
-    "dropout": float,
-    "cls_vector": str,
-    "max_train_examples": int,
-    "max_eval_examples": int,
-}
-OPTIONAL = ("max_spans", "max_train_examples", "max_eval_examples")  # null: the FinetuneOptions default
-_AT_LEAST_ONE = ("epochs", "batch_size", "eval_batch_size", "max_seq_len", "max_spans", "max_span_len",
-                 "max_train_examples", "max_eval_examples")
+def _hparam(default: Any, help: str, kind: type, minimum: int | None = None, optional: bool = False) -> Any:
+    return field(default=default, metadata={"help": help, "kind": kind, "minimum": minimum, "optional": optional})
+
+
+@dataclass(frozen=True, kw_only=True)
+class HParams:
+    """The hyper-parameters of one fine-tuning run (params ``hparams.<task>``; ``spanft finetune`` flags)."""
+
+    epochs: int = _hparam(3, "training epochs (the best epoch on dev is kept)", int, minimum=1)
+    lr: float = _hparam(2e-5, "peak learning rate of AdamW (linear decay)", float)
+    batch_size: int = _hparam(32, "training batch size", int, minimum=1)
+    eval_batch_size: int = _hparam(64, "evaluation batch size", int, minimum=1)
+    max_seq_len: int = _hparam(128, "sub-word tokens per example, [CLS] and [SEP] included", int, minimum=1)
+    max_spans: int | None = _hparam(None, "spans per example (default: max-seq-len / 2)", int, minimum=1,
+                                    optional=True)
+    max_span_len: int = _hparam(16, "words per span", int, minimum=1)
+    dropout: float = _hparam(0.1, "dropout before the classifier, 0 <= dropout < 1", float)
+    cls_vector: str = _hparam("hidden", "the [CLS] vector: hidden (last layer) | pooler", str)
+    max_train_examples: int | None = _hparam(None, "keep the first N training examples", int, minimum=1,
+                                             optional=True)
+    max_eval_examples: int | None = _hparam(None, "keep the first N of each eval/test split", int, minimum=1,
+                                            optional=True)
+
+
+HPARAM_FIELDS = {f.name: f for f in fields(HParams)}
 
 
 def hparam_problem(name: str, value: Any) -> str | None:
     """What is wrong with one hyper-parameter's value (unknown, type, range), or None when it is fine."""
-    if name not in HPARAM_TYPES:
-        return f"unknown hyper-parameter; valid: {', '.join(HPARAM_TYPES)}"
-    wanted = HPARAM_TYPES[name]
+    spec = HPARAM_FIELDS.get(name)
+    if spec is None:
+        return f"unknown hyper-parameter; valid: {', '.join(HPARAM_FIELDS)}"
+    wanted, minimum = spec.metadata["kind"], spec.metadata["minimum"]
     if value is None:
-        return None if name in OPTIONAL else f"must be set ({_kind(wanted)})"
+        return None if spec.metadata["optional"] else f"must be set ({_kind(wanted)})"
     numeric = wanted is float and isinstance(value, int)
     if isinstance(value, bool) or not (isinstance(value, wanted) or numeric):
         return f"expected {_kind(wanted)}, found {value!r}"
-    if name in _AT_LEAST_ONE and value < 1:
-        return f"must be at least 1, found {value!r}"
+    if minimum is not None and value < minimum:
+        return f"must be at least {minimum}, found {value!r}"
     if name == "lr" and not (math.isfinite(value) and value > 0):
         return f"must be a positive number, found {value!r}"
     if name == "dropout" and not 0 <= value < 1:
@@ -58,27 +68,29 @@ def _kind(wanted: type) -> str:
     return {int: "an integer", float: "a number", str: "a string"}[wanted]
 
 
+def checked_hparams(block: Any, where: str) -> dict[str, Any]:
+    """The hyper-parameters a params block sets, checked and typed (``where``: ``params.yaml: hparams.cola``)."""
+    if not isinstance(block, dict):
+        raise SpanftError(f"{where} must be a mapping of hyper-parameters, found {type(block).__name__}")
+    for name, value in block.items():
+        problem = hparam_problem(str(name), value)
+        if problem:
+            raise SpanftError(f"{where}.{name}: {problem}")
+    return {name: float(value) if HPARAM_FIELDS[name].metadata["kind"] is float and value is not None else value
+            for name, value in block.items()}
+
+
 def load_hparams(spec: str) -> dict[str, Any]:
     """The checked hyper-parameter block named by ``FILE:KEY`` (``params.yaml:hparams.cola``)."""
-    from spanft.params.load import load_params
-
     path, sep, key = spec.rpartition(":")
     if not sep or not path or not key:
         raise SpanftError(f"--hparams {spec!r}: expected FILE:KEY, e.g. params.yaml:hparams.cola")
     file = Path(path)
     if not file.is_file():
         raise SpanftError(f"--hparams: {file} not found")
-    return hparams_block(load_params(file), key, file)
-
-
-def hparams_block(tree: dict, key: str, file: str | Path = "params.yaml") -> dict[str, Any]:
-    """The checked hyper-parameter block at dotted ``key`` of a params tree."""
-    block = lookup(tree, key, file)
-    if not isinstance(block, dict):
-        raise SpanftError(f"{file}: {key} must be a mapping of hyper-parameters, found {type(block).__name__}")
-    for name, value in block.items():
-        problem = hparam_problem(str(name), value)
-        if problem:
-            raise SpanftError(f"{file}: {key}.{name}: {problem}")
-    return {name: float(value) if HPARAM_TYPES[name] is float and value is not None else value
-            for name, value in block.items()}
+    node: Any = load_params(file)
+    for depth, part in enumerate(key.split(".")):
+        if not isinstance(node, dict) or part not in node:
+            raise SpanftError(f"{file}: key {'.'.join(key.split('.')[:depth + 1])} not found")
+        node = node[part]
+    return checked_hparams(node, f"{file}: {key}")

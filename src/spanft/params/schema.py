@@ -14,25 +14,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from spanft.data.registry import TASKS
+from spanft.data.tagger_sources import check_tagger_source
 from spanft.errors import SpanftError
-
 from spanft.params import ids
 from spanft.params.cluster import settings_from_params
-from spanft.params.hparams import HPARAM_TYPES, hparam_problem
+from spanft.params.hparams import HPARAM_FIELDS, hparam_problem
 from spanft.params.load import load_params
+from spanft.params.variants import ENCODERS, SEGMENTATION_METHODS
 
 log = logging.getLogger("spanft")
 
 _INT, _FLOAT, _STR, _BOOL = int, float, str, bool
 
 
-ENCODERS = ("cnn-max", "attention-max", "attention-attention")
-
-
-SEGMENTATION_METHODS = ("ngram", "random")
-
-
-_HPARAMS = HPARAM_TYPES  # one definition: what `finetune --hparams` accepts
+_HPARAMS = {name: spec.metadata["kind"] for name, spec in HPARAM_FIELDS.items()}  # one definition: HParams
+_OPTIONAL_HPARAMS = {name for name, spec in HPARAM_FIELDS.items() if spec.metadata["optional"]}
 
 
 _BUILD = {"tokenizer": _STR, "lowercase": _BOOL, "vocab_size": _INT, "hidden": _INT, "layers": _INT, "heads": _INT,
@@ -125,7 +122,7 @@ def _check_node(node: Any, schema: Any, dotted: str, path) -> None:
         return
     if schema is _FLOAT and isinstance(node, int) and not isinstance(node, bool):
         return
-    if node is None and dotted.split(".")[-1] in ("max_spans", "max_train_examples", "max_eval_examples"):
+    if node is None and dotted.startswith("hparams.") and dotted.split(".")[-1] in _OPTIONAL_HPARAMS:
         return
     if not isinstance(node, schema) or (schema is _INT and isinstance(node, bool)):
         raise SpanftError(f"{path}: {dotted} must be {_type_name(schema)}, found {node!r}")
@@ -185,9 +182,7 @@ def _check_values(tree: dict, path) -> None:
             problem = hparam_problem(str(key), value)
             if problem:
                 raise SpanftError(f"{path}: hparams.{name}.{key}: {problem}")
-    from spanft.params.backbones import backbone_specs
-
-    for name, (source, spec) in backbone_specs(tree, str(path)).items():
+    for name, (source, spec) in _backbone_specs(tree, path).items():
         _check_backbone(str(name), source, spec, path)
 
 
@@ -296,9 +291,6 @@ def _check_tokenizer(spec: dict, where: str, path) -> None:
 
 def _check_real_data(tree: dict, path) -> None:
     """The tagger must fit the task data; revisions name tasks."""
-    from spanft.data.registry import TASKS
-    from spanft.data.tagger_sources import check_tagger_source
-
     try:
         check_tagger_source(tree["chunker"]["source"], tree["data"]["source"])
     except SpanftError as exc:
@@ -326,11 +318,7 @@ def _check_folders(tree: dict, path) -> None:
 
 
 def _check_references(tree: dict, path) -> None:
-    from spanft.data.registry import TASKS
-
-    from spanft.params.backbones import backbone_specs
-
-    backbones = backbone_specs(tree, str(path))
+    backbones = _backbone_specs(tree, path)
     tasks = tree["tasks"]
     for task in tasks:
         if task not in TASKS:
@@ -361,6 +349,18 @@ def _check_references(tree: dict, path) -> None:
         if method not in SEGMENTATION_METHODS:
             raise SpanftError(f"{path}: studies.dictsize.methods: unknown method {method!r}; valid: "
                               f"{', '.join(SEGMENTATION_METHODS)}")
+
+
+def _backbone_specs(tree: dict, path) -> dict[str, tuple[str, dict[str, Any]]]:
+    """``{name: (source, settings)}`` of every backbone; a name defined under two sources is an error."""
+    specs: dict[str, tuple[str, dict[str, Any]]] = {}
+    for kind, group in tree["backbones"].items():
+        for name, spec in (group or {}).items():
+            if name in specs:
+                raise SpanftError(f"{path}: backbone {name!r} is defined under both backbones.{specs[name][0]} "
+                                  f"and backbones.{kind}")
+            specs[name] = (kind, dict(spec or {}))
+    return specs
 
 
 def check_params_file(path: str | Path) -> dict:

@@ -342,3 +342,11 @@ def summary_line(summary: dict) -> str:
         f"finetune: {summary['task']} {summary['variant']} seed {summary['seed']}: {scores}; best epoch "
         f"{summary['best_epoch']}, {summary['train_seconds']:.1f} s on {summary['device']}"
     )
+
+
+def run_and_print(options: FinetuneOptions) -> dict:
+    """Run, and print the summary line once: in the first process of a torchrun or accelerate launch (RANK 0)."""
+    summary = run_finetune(options)
+    if os.environ.get("RANK", "0") == "0":
+        print(summary_line(summary))
+    return summary

@@ -1,0 +1,105 @@
+"""``dvc.yaml``'s fine-tuning section, generated from the variant table (``spanft dvc-yaml`` writes it).
+
+The section between the two marker lines is this module's output and nothing else; ``tests/test_plan.py``
+holds ``dvc.yaml`` equal to it, so a variant added to :data:`spanft.params.variants.VARIANTS` is one
+``spanft dvc-yaml`` away from its stages. Each group is a matrix over the study's params lists, so DVC
+itself expands the studies of ``params.yaml`` (``dvc exp run -S`` works), and every group runs the same
+fixed command: ``pipeline/finetune.py`` finds its run from the stage's name.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spanft.errors import SpanftError
+from spanft.params.variants import FIXED_TASKS, VARIANTS, Variant
+
+BEGIN = "  # >>> fine-tuning groups, generated from spanft/params/variants.py by `spanft dvc-yaml`: do not edit"
+END = "  # <<< fine-tuning groups"
+
+# The code every fine-tuning stage runs (tests/test_stage_deps.py checks it against the imports).
+CODE_DEPS = ("pipeline/finetune.py", "src/spanft/__init__.py", "src/spanft/errors.py", "src/spanft/fileio.py",
+             "src/spanft/params", "src/spanft/data", "src/spanft/text", "src/spanft/model", "src/spanft/train")
+_AXES = {"encoder": "${studies.snli.encoders}", "size": "${dict_sizes}", "method": "${studies.dictsize.methods}"}
+
+
+def _matrix(variant: Variant) -> list[str]:
+    study = variant.study
+    tasks = FIXED_TASKS.get(study)
+    axes = {"backbone": f'"${{studies.{study}.backbones}}"',
+            "task": f"[{', '.join(tasks)}]" if tasks else f'"${{studies.{study}.tasks}}"',
+            **{axis: f'"{_AXES[axis]}"' for axis in variant.axes},
+            "seed": f'"${{studies.{study}.seeds}}"'}
+    return _wrapped("    matrix: {", [f"{axis}: {values}" for axis, values in axes.items()], "}")
+
+
+def _input(variant: Variant) -> str:
+    """The run's input under ``data/``: through the ``input`` var where only the task varies in it."""
+    if variant.axes == ("size", "method"):
+        return variant.data("${item.task}", {"method": "${item.method}", "size": "${item.size}"})
+    return "data/${input}/${item.task}"
+
+
+def _run_name(variant: Variant) -> str:
+    return variant.run_name({axis: f"${{item.{axis}}}" for axis in variant.axes})
+
+
+def _group(variant: Variant, first: bool) -> list[str]:
+    lines = [f"  {variant.group}:{' &finetune' if first else ''}"]
+    if not first:
+        lines.append("    <<: *finetune")
+    if "${input}" in _input(variant):
+        lines.append(f"    vars: [{{input: {variant.data('', {}).removeprefix('data/').rstrip('/')}}}]")
+    lines += _matrix(variant)
+    if first:
+        lines += ["    cmd: python pipeline/finetune.py", '    params: ["hparams.${item.task}"]']
+    if first or "${input}" not in _input(variant):
+        deps = [*CODE_DEPS, '"data/backbones/${item.backbone}"', f'"{_input(variant)}"']
+        lines += _wrapped("    deps: [", deps, "]")
+    lines.append(f'    outs: ["data/runs/{variant.study}/${{item.backbone}}/${{item.task}}/{_run_name(variant)}'
+                 f'/seed${{item.seed}}"]')
+    return lines
+
+
+def _wrapped(start: str, items: list[str], end: str, width: int = 118) -> list[str]:
+    """A flow list over as many lines as ``width`` needs, continued under its first item."""
+    lines, line = [], start
+    for index, item in enumerate(items):
+        piece = item + (", " if index < len(items) - 1 else end)
+        if len(line) + len(piece.rstrip()) > width and line.strip() != start.strip():
+            lines.append(line.rstrip())
+            line = " " * len(start)
+        line += piece
+    return [*lines, line]
+
+
+def finetune_section() -> str:
+    """The fine-tuning groups of ``dvc.yaml``, markers included, one group per row of the variant table."""
+    lines = [BEGIN]
+    for index, variant in enumerate(VARIANTS):
+        lines += _group(variant, first=index == 0)
+    return "\n".join([*lines, END]) + "\n"
+
+
+def _split(text: str, path: Path) -> tuple[str, str, str]:
+    begin, end = text.find(BEGIN + "\n"), text.find(END + "\n")
+    if begin < 0 or end < begin:
+        raise SpanftError(f"{path}: the fine-tuning section's marker lines are missing (they start with "
+                          f"'# >>> fine-tuning groups' and '# <<< fine-tuning groups')")
+    return text[:begin], text[begin:end + len(END) + 1], text[end + len(END) + 1:]
+
+
+def section_in(path: str | Path) -> str:
+    """The fine-tuning section as ``dvc.yaml`` holds it now."""
+    path = Path(path)
+    return _split(path.read_text(encoding="utf-8"), path)[1]
+
+
+def write_finetune_section(path: str | Path) -> bool:
+    """Rewrite ``dvc.yaml``'s fine-tuning section from the variant table; whether anything changed."""
+    path = Path(path)
+    head, section, tail = _split(path.read_text(encoding="utf-8"), path)
+    if section == finetune_section():
+        return False
+    path.write_text(head + finetune_section() + tail, encoding="utf-8")
+    return True

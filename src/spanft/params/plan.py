@@ -1,0 +1,266 @@
+"""The plan: ``params.yaml`` checked once and parsed into frozen dataclasses, read by every stage and report.
+
+:func:`load_plan` is the one place params are read: it runs the schema check (:mod:`spanft.params.schema`),
+whose errors name the file, and returns a :class:`Plan`. Past that point nothing names the file again.
+The plan's studies expand through the variant table (:mod:`spanft.params.variants`) into :class:`PlannedRun`
+records: what each fine-tuning run reads and where it writes,
+``data/runs/<study>/<backbone>/<task>/<variant>/seed<N>/``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+from spanft.errors import SpanftError
+from spanft.params.cluster import ClusterSettings, settings_from_params
+from spanft.params.hparams import HParams, checked_hparams
+from spanft.params.schema import check_params_file
+from spanft.params.variants import (
+    BACKBONES_DIR,
+    CHECKPOINTS_DIR,
+    FIXED_TASKS,
+    RUNS_DIR,
+    STUDIES,
+    Variant,
+    study_variants,
+)
+
+PARAMS_FILE = "params.yaml"  # DVC runs every stage at the project root
+
+
+@dataclass(frozen=True)
+class Corpus:
+    source: str
+    tokens: int
+    seed: int
+    local_path: str
+    hf_id: str
+    hf_config: str
+    hf_split: str
+    hf_revision: str
+    tagged_sentences: int
+
+
+@dataclass(frozen=True)
+class Ngrams:
+    min_n: int
+    max_n: int
+    min_count: int
+
+
+@dataclass(frozen=True)
+class SyntheticSizes:
+    train_size: int
+    eval_size: int
+    test_size: int
+    seed: int
+
+
+@dataclass(frozen=True)
+class Data:
+    source: str  # synthetic | hf | local
+    dir: str
+    revisions: dict[str, str]
+    synthetic: SyntheticSizes
+
+
+@dataclass(frozen=True)
+class Chunker:
+    tagger: str
+    source: str  # synthetic | conll | nltk
+    conll_dir: str
+
+
+@dataclass(frozen=True)
+class Backbone:
+    """A backbone of params ``backbones.<source>.<name>``: built here, fetched from the hub or copied."""
+
+    name: str
+    source: str  # build | hub | local
+    settings: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Study:
+    name: str
+    backbones: tuple[str, ...]
+    tasks: tuple[str, ...]
+    seeds: tuple[int, ...]
+    encoders: tuple[str, ...] = ()  # snli
+    methods: tuple[str, ...] = ()  # dictsize
+
+
+@dataclass(frozen=True)
+class Reports:
+    paper_names: dict[str, str]
+    mcnemar_tasks: tuple[str, ...]
+    bootstrap_resamples: int
+    bootstrap_seed: int
+    figure2_tasks: tuple[str, ...]
+    figure2_examples: int
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One fine-tuning run of a study: what it fine-tunes, on which input, and where it writes."""
+
+    study: str
+    backbone: str
+    task: str
+    variant: str  # the run directory's name: baseline, sf, sf-<encoder>, cnn-noseg, ..., <method>-<size>
+    seed: int
+    finetune_variant: str  # FinetuneOptions.variant
+    encoder: str | None
+    head: str | None
+    data: str  # input directory, relative to the project root
+
+    @property
+    def out(self) -> str:
+        return str(run_dir(RUNS_DIR, self.study, self.backbone, self.task, self.variant, self.seed))
+
+    @property
+    def checkpoint_dir(self) -> str:
+        return f"{CHECKPOINTS_DIR}/{self.study}-{self.backbone}-{self.task}-{self.variant}-{self.seed}"
+
+    @property
+    def backbone_dir(self) -> str:
+        return f"{BACKBONES_DIR}/{self.backbone}"
+
+    def key(self) -> tuple[str, str, str, str, int]:
+        return (self.study, self.backbone, self.task, self.variant, self.seed)
+
+
+def run_dir(runs_dir: str | Path, study: str, backbone: str, task: str, variant: str, seed: int) -> Path:
+    """``<runs_dir>/<study>/<backbone>/<task>/<variant>/seed<N>``: where a run's files live."""
+    return Path(runs_dir) / study / backbone / task / variant / f"seed{seed}"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Everything ``params.yaml`` says, typed; the studies expanded into runs on demand."""
+
+    profile: str
+    lowercase: bool  # words.lowercase: word splitting of n-gram counting and segmentation
+    corpus: Corpus
+    ngrams: Ngrams
+    dict_size: int
+    dict_sizes: tuple[int, ...]
+    data: Data
+    tasks: dict[str, str]  # task -> its folder under data.dir
+    random_seed: int  # segmentation.random_seed
+    chunker: Chunker
+    backbones: dict[str, Backbone]
+    hparams: dict[str, HParams]
+    studies: dict[str, Study]
+    reports: Reports
+    cluster: ClusterSettings
+
+    @property
+    def synthetic(self) -> bool:
+        """Synthetic task data: the reports give no verdict on the paper."""
+        return self.data.source == "synthetic"
+
+    @property
+    def profile_label(self) -> str:
+        """The profile's name, with the data sources that contradict it (a profile line must not mislead)."""
+        synthetic_profile = self.profile == "embedded"
+        contradicting = [f"{key} {value}" for key, value in (("data.source", self.data.source),
+                                                             ("corpus.source", self.corpus.source))
+                         if (value == "synthetic") != synthetic_profile]
+        return f"{self.profile} (edited: {', '.join(contradicting)})" if contradicting else self.profile
+
+    def study(self, name: str) -> Study:
+        return self.studies[name]
+
+    def paper_name(self, backbone: str) -> str:
+        """The paper backbone ours stands in for: ``reports.paper_names``, else its ``hub_id``, else itself."""
+        if backbone in self.reports.paper_names:
+            return self.reports.paper_names[backbone]
+        spec = self.backbones.get(backbone)
+        return str(spec.settings.get("hub_id", backbone)) if spec and spec.source == "hub" else backbone
+
+    def task_folder(self, task: str) -> Path:
+        """The task's folder of official files: ``data.dir`` joined with ``tasks.<task>``."""
+        if task not in self.tasks:
+            raise SpanftError(f"params tasks: {task!r} is not among the prepared tasks ({', '.join(self.tasks)})")
+        return Path(self.data.dir) / self.tasks[task]
+
+    def members(self, variant: Variant) -> list[dict]:
+        """The values of a variant's extra axes, one dict a run kind (dictsize: methods, then sizes)."""
+        study = self.studies[variant.study]
+        if variant.axes == ("encoder",):
+            return [{"encoder": e} for e in study.encoders]
+        if variant.axes == ("size", "method"):
+            return [{"method": m, "size": s} for m in study.methods for s in self.dict_sizes]
+        return [{}]
+
+    def runs(self, study: str | None = None) -> list[PlannedRun]:
+        """Every fine-tuning run of every study (or of one): backbones x tasks x seeds x variants."""
+        runs = []
+        for name in self.studies if study is None else [study]:
+            spec = self.studies[name]
+            kinds = [(v, m) for v in study_variants(name) for m in self.members(v)]
+            for backbone, task, seed in product(spec.backbones, spec.tasks, spec.seeds):
+                runs.extend(PlannedRun(name, backbone, task, v.run_name(m), seed, v.finetune, v.encoder(m), v.head,
+                                       v.data(task, m)) for v, m in kinds)
+        return runs
+
+    def variant_names(self, study: str) -> list[str]:
+        """The run-directory names of the variants ``study`` runs."""
+        return [v.run_name(m) for v in study_variants(study) for m in self.members(v)]
+
+    def find_run(self, study: str, backbone: str, task: str, variant: str, seed: int) -> PlannedRun:
+        """The planned run with this key; an error when the studies do not plan it."""
+        if study not in self.studies:
+            raise SpanftError(f"params: no study {study!r} in studies (defined: {', '.join(self.studies)})")
+        for run in self.runs(study):
+            if run.key() == (study, backbone, task, variant, seed):
+                return run
+        raise SpanftError(f"params: studies.{study} plans no run {backbone}/{task}/{variant}/seed{seed}")
+
+    def backbone(self, name: str) -> Backbone:
+        if name not in self.backbones:
+            raise SpanftError(f"params: backbone {name!r} is not defined under backbones "
+                              f"(defined: {', '.join(self.backbones) or 'none'})")
+        return self.backbones[name]
+
+
+def load_plan(path: str | Path = PARAMS_FILE) -> Plan:
+    """The plan of a params file, after the full check (unknown keys, types, references): one-line errors."""
+    return plan_from_tree(check_params_file(path), str(path))
+
+
+def plan_from_tree(tree: dict, origin: str = PARAMS_FILE) -> Plan:
+    """The plan of a params tree that passed :func:`spanft.params.schema.check_params`."""
+    corpus, data, reports = tree["corpus"], tree["data"], tree["reports"]
+    hparams = {task: checked_hparams(block, f"{origin}: hparams.{task}") for task, block in tree["hparams"].items()}
+    return Plan(
+        profile=str(tree["profile"]),
+        lowercase=tree["words"]["lowercase"],
+        corpus=Corpus(**corpus),
+        ngrams=Ngrams(**tree["ngrams"]),
+        dict_size=tree["dict_size"],
+        dict_sizes=tuple(tree["dict_sizes"]),
+        data=Data(data["source"], data["dir"], dict(data["revisions"] or {}), SyntheticSizes(**data["synthetic"])),
+        tasks=dict(tree["tasks"]),
+        random_seed=tree["segmentation"]["random_seed"],
+        chunker=Chunker(**tree["chunker"]),
+        backbones={name: Backbone(str(name), source, dict(spec or {}))
+                   for source, group in tree["backbones"].items() for name, spec in (group or {}).items()},
+        hparams={task: HParams(**values) for task, values in hparams.items()},
+        studies={name: _study(name, spec) for name, spec in tree["studies"].items()},
+        reports=Reports(dict(reports["paper_names"] or {}), tuple(reports["mcnemar_tasks"]),
+                        reports["bootstrap"]["resamples"], reports["bootstrap"]["seed"],
+                        tuple(reports["figure2"]["tasks"]), reports["figure2"]["examples"]),
+        cluster=settings_from_params(tree["cluster"], origin),
+    )
+
+
+def _study(name: str, spec: dict) -> Study:
+    assert name in STUDIES, name  # the schema admits only these
+    tasks = FIXED_TASKS.get(name) or tuple(spec["tasks"])
+    return Study(name, tuple(spec["backbones"]), tuple(tasks), tuple(spec["seeds"]),
+                 tuple(spec.get("encoders", ())), tuple(spec.get("methods", ())))
