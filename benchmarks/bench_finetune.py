@@ -1,7 +1,7 @@
 """Fine-tuning throughput: our baseline against a plain Hugging Face ``Trainer``, same data, backbone, batch, steps.
 
 Ours: ``spanft.model.features.encode_split`` + ``SpanCollator`` + ``SpanModel`` (cls-only head) in the Trainer
-that ``spanft.train`` builds (``make_trainer_class`` + ``training_arguments``: length-grouped batches, dynamic
+that ``spanft.train`` builds (``SpanTrainer`` + ``training_arguments``: length-grouped batches, dynamic
 padding, bf16 and TF32 on a GPU that has them), with evaluation and checkpoints switched off for the timing.
 Reference: ``AutoModelForSequenceClassification`` + ``DataCollatorWithPadding`` + a plain ``Trainer`` with its
 defaults (random order), given the same precision flags (bf16 on a GPU) so the comparison is about batching and
@@ -52,7 +52,7 @@ from spanft.data.synthetic_tasks import generate_split  # noqa: E402
 from spanft.model.features import FeatureConfig, SpanCollator, encode_split  # noqa: E402
 from spanft.model.span_model import SpanConfig, SpanModel  # noqa: E402
 from spanft.train.options import FinetuneOptions  # noqa: E402
-from spanft.train.trainer import make_trainer_class, training_arguments  # noqa: E402
+from spanft.train.trainer import SpanTrainer, training_arguments  # noqa: E402
 
 
 class CountingCollator:
@@ -109,7 +109,7 @@ def ours(task, frame, tokenizer, backbone, args_in: dict, variant: str, out: str
                         task_type=task.task_type)
     model = SpanModel(copy.deepcopy(backbone), config)
     collator = CountingCollator(SpanCollator(tokenizer, max_span_len=config.max_span_len))
-    trainer = make_trainer_class()(model=model, args=args, train_dataset=dataset.remove_columns(["idx"]),
+    trainer = SpanTrainer(model=model, args=args, train_dataset=dataset.remove_columns(["idx"]),
                                    data_collator=collator)
     return trainer, collator
 

@@ -354,7 +354,7 @@ CASES = [
     Case("outputs", "rerun-backbone-typo", "rerun with a typo'd backbone (previous run kept)", previous_run,
          finetune("--variant", "baseline", backbone="data/backbones/tny"), "backbone directory data/backbones/tny not found"),
     Case("outputs", "rerun-bad-flag", "rerun with a bad flag (previous run kept)", previous_run,
-         finetune("--variant", "baseline", "--dropout", "1.5"), "--dropout must satisfy 0 <= dropout < 1, got 1.5"),
+         finetune("--variant", "baseline", "--dropout", "1.5"), "--dropout: must satisfy 0 <= dropout < 1, found 1.5"),
     Case("outputs", "rerun-missing-data", "rerun with a missing data directory (previous run kept)", previous_run,
          ["finetune", "--task", "cola", "--backbone", "data/backbones/tiny", "--data", "data/tasks/cloa", "--out", OUT,
           "--variant", "baseline"], "--data data/tasks/cloa: task data directory not found"),

@@ -18,7 +18,7 @@ from spanft.model.features import (
 from spanft.model.span_model import SpanConfig, SpanModel
 from transformers import BertConfig, BertModel, TrainingArguments
 
-from spanft.train.trainer import make_trainer_class
+from spanft.train.trainer import SpanTrainer
 
 
 @settings(max_examples=80, deadline=None)
@@ -82,7 +82,7 @@ def _tiny_trainer(tmp_path, lengths: list[int], batch_size: int, seed: int):
     })
     args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=batch_size, seed=seed,
                              data_seed=seed, use_cpu=True, report_to="none", dataloader_num_workers=0)
-    trainer = make_trainer_class()(model=SpanModel(backbone, SpanConfig(head="cls-only")), args=args,
+    trainer = SpanTrainer(model=SpanModel(backbone, SpanConfig(head="cls-only")), args=args,
                                    train_dataset=dataset, data_collator=SpanCollator(SimpleNamespace(pad_token_id=0)))
     return trainer, dataset
 

@@ -332,7 +332,7 @@ def test_cli_prints_one_summary_line(workspace, capsys):
         ("bogus", "prepared", None, [], "unknown variant 'bogus'"),
         ("baseline", "missing", None, [], "task data directory not found"),
         ("baseline", "prepared", "missing-backbone", [], "backbone directory"),
-        ("baseline", "prepared", None, ["--epochs", "0"], "--epochs must be positive"),
+        ("baseline", "prepared", None, ["--epochs", "0"], "--epochs: must be at least 1, found 0"),
         ("baseline", "prepared", None, ["--head", "concat"], "variant baseline is the cls-only head"),
         ("sf", "segmented", None, ["--encoder", "lstm-max"], "encoder: unknown value 'lstm-max'"),
     ],
@@ -359,7 +359,7 @@ def test_cased_data_on_uncased_backbone_warns(workspace, caplog):
 
 
 def test_options_validation_without_running():
-    with pytest.raises(SpanftError, match="--max-spans must be positive"):
+    with pytest.raises(SpanftError, match="--max-spans: must be at least 1, found 0"):
         FinetuneOptions(task="sst2", backbone="x", variant="sf", data="d", out="o", max_spans=0).validate()
     assert FinetuneOptions(task="sst2", backbone="x", variant="sf", data="d", out="o").resolved_max_spans() == 64
     assert FinetuneOptions(task="sst2", backbone="x", variant="sf", data="d", out="o", max_seq_len=9,

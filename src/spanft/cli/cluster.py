@@ -35,12 +35,10 @@ def fanout(args: argparse.Namespace) -> int:
 
     from spanft.cluster.fanout import fanout
     from spanft.errors import SpanftError
-    from spanft.params.cluster import settings_from_params
-    from spanft.params.schema import check_params_file
+    from spanft.params.plan import load_plan
 
     root = Path(args.root).resolve()
-    params_file = root / "params.yaml"
-    settings = settings_from_params(check_params_file(params_file)["cluster"], str(params_file))
+    settings = load_plan(root / "params.yaml").cluster
     overrides = {key: getattr(args, key) for key in ("executor", "partition", "account", "gpus_per_job",
                                                      "cpus_per_job", "mem_gb", "time_min", "folder", "remote")}
     settings = settings.with_overrides(**overrides).checked("command line")

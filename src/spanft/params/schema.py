@@ -3,7 +3,7 @@
 DVC silently ignores a key no stage reads, so a typo (``dict_sise: 100000``) would leave the default in force
 without a word. :func:`check_params` rejects unknown keys (suggesting the closest known one), wrong types and
 dangling references (a study naming a backbone or task that is not defined). Every ``pipeline/`` stage script
-runs it once (:func:`spanft.params.stage.stage_params`), and ``spanft check-params`` runs it by hand.
+runs it once (:func:`spanft.params.plan.load_plan`), and ``spanft check-params`` runs it by hand.
 """
 
 from __future__ import annotations

@@ -16,6 +16,9 @@ import shutil
 import time
 from pathlib import Path
 
+import torch.distributed as dist
+from transformers import TrainerCallback
+
 from spanft.data.registry import TaskSpec
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open, check_output_location
@@ -34,30 +37,27 @@ CREATED = "created_directory"  # marker key: the run made the directory itself (
 ELAPSED_FILE = "spanft_elapsed.json"
 
 
-def elapsed_callback(start: float, offset: float):
+class ElapsedCallback(TrainerCallback):
     """Writes the training seconds spent so far into each checkpoint (a resumed run adds them up).
 
     The file is the checkpoint's completion mark: every process first finishes its part of the checkpoint
     (each writes its own RNG state), then the main process writes the file atomically.
     """
-    from transformers import TrainerCallback
 
-    class ElapsedCallback(TrainerCallback):
-        def on_save(self, args, state, control, **kwargs):
-            barrier()
-            checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
-            if state.is_world_process_zero and checkpoint.is_dir():
-                seconds = offset + time.perf_counter() - start
-                with atomic_open(checkpoint / ELAPSED_FILE) as handle:
-                    handle.write(json.dumps({"seconds": seconds}))
+    def __init__(self, start: float, offset: float):
+        self.start, self.offset = start, offset
 
-    return ElapsedCallback()
+    def on_save(self, args, state, control, **kwargs):
+        barrier()
+        checkpoint = Path(args.output_dir) / f"checkpoint-{state.global_step}"
+        if state.is_world_process_zero and checkpoint.is_dir():
+            seconds = self.offset + time.perf_counter() - self.start
+            with atomic_open(checkpoint / ELAPSED_FILE) as handle:
+                handle.write(json.dumps({"seconds": seconds}))
 
 
 def barrier() -> None:
     """Wait for every process of a distributed run (nothing to wait for in a single process)."""
-    import torch.distributed as dist
-
     if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:
         dist.barrier()
 

@@ -40,13 +40,13 @@ from spanft.train.checkpoints import (
     barrier,
     check_checkpoint_dir,
     clear_checkpoints,
-    elapsed_callback,
+    ElapsedCallback,
     elapsed_seconds,
     prepare_checkpoint_dir,
 )
 from spanft.train.options import SPAN_VARIANTS, FinetuneOptions, span_config_for
 from spanft.train.scoring import nan_to_none, score_split, selection_metrics
-from spanft.train.trainer import make_trainer_class, training_arguments
+from spanft.train.trainer import SpanTrainer, training_arguments
 
 log = logging.getLogger("spanft")
 
@@ -161,14 +161,14 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     offset = elapsed_seconds(resume)
     start = time.perf_counter()
     selection = task.selection_split
-    trainer = make_trainer_class()(
+    trainer = SpanTrainer(
         model=model,
         args=args,
         train_dataset=_model_columns(datasets[task.train_split]),
         eval_dataset=_model_columns(datasets[selection]),
         data_collator=SpanCollator(tokenizer, max_span_len=span_config.max_span_len),
         compute_metrics=selection_metrics(task, frames[selection]),
-        callbacks=[elapsed_callback(start, offset), *options.extra_callbacks],
+        callbacks=[ElapsedCallback(start, offset), *options.extra_callbacks],
     )
     trainer.train(resume_from_checkpoint=resume)
     train_seconds = offset + time.perf_counter() - start

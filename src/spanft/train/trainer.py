@@ -5,13 +5,21 @@ from __future__ import annotations
 import logging
 import os
 
+import safetensors.torch
+import torch
+from transformers import PreTrainedModel, Trainer, TrainingArguments
+from transformers.trainer import TRAINING_ARGS_NAME
+from transformers.utils import SAFE_WEIGHTS_NAME
+
 from spanft.data.registry import TaskSpec
+from spanft.model.features import LengthGroupedSampler, example_lengths
+from spanft.model.span_model import classification_loss, regression_loss
 from spanft.train.options import FinetuneOptions
 
 log = logging.getLogger("spanft")
 
 
-def make_trainer_class():
+class SpanTrainer(Trainer):
     """A Trainer that batches examples of similar length, and whose checkpoints of a plain ``nn.Module``
     survive shared tensors.
 
@@ -25,40 +33,30 @@ def make_trainer_class():
     embeddings of some backbones). ``safetensors.torch.save_model`` keeps one name per storage, and the
     Trainer's non-strict ``load_state_dict`` on resume / best-model loading fills the tied twin.
     """
-    import safetensors.torch
-    import torch
-    from transformers import PreTrainedModel, Trainer
-    from transformers.trainer import TRAINING_ARGS_NAME
-    from transformers.utils import SAFE_WEIGHTS_NAME
 
-    from spanft.model.features import LengthGroupedSampler, example_lengths
+    def _get_train_sampler(self, train_dataset=None):
+        dataset = train_dataset if train_dataset is not None else self.train_dataset
+        args = self.args
+        batch = args.train_batch_size * args.gradient_accumulation_steps * max(1, args.world_size)
+        seed = args.data_seed if args.data_seed is not None else args.seed
+        return LengthGroupedSampler(example_lengths(dataset), batch, seed)
 
-    class SpanTrainer(Trainer):
-        def _get_train_sampler(self, train_dataset=None):
-            dataset = train_dataset if train_dataset is not None else self.train_dataset
-            args = self.args
-            batch = args.train_batch_size * args.gradient_accumulation_steps * max(1, args.world_size)
-            seed = args.data_seed if args.data_seed is not None else args.seed
-            return LengthGroupedSampler(example_lengths(dataset), batch, seed)
+    def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
+        if isinstance(self.model, PreTrainedModel) or not self.args.should_save:
+            return super()._save(output_dir, state_dict)
+        output_dir = output_dir if output_dir is not None else self.args.output_dir
+        os.makedirs(output_dir, exist_ok=True)
+        safetensors.torch.save_model(self.model, os.path.join(output_dir, SAFE_WEIGHTS_NAME), metadata={"format": "pt"})
+        torch.save(self.args, os.path.join(output_dir, TRAINING_ARGS_NAME))
 
-        def _save(self, output_dir: str | None = None, state_dict: dict | None = None) -> None:
-            if isinstance(self.model, PreTrainedModel) or not self.args.should_save:
-                return super()._save(output_dir, state_dict)
-            output_dir = output_dir if output_dir is not None else self.args.output_dir
-            os.makedirs(output_dir, exist_ok=True)
-            safetensors.torch.save_model(self.model, os.path.join(output_dir, SAFE_WEIGHTS_NAME), metadata={"format": "pt"})
-            torch.save(self.args, os.path.join(output_dir, TRAINING_ARGS_NAME))
-
-        def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
-                            metric_key_prefix="eval"):
-            output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys,
-                                             metric_key_prefix)
-            key = f"{metric_key_prefix}_loss"
-            if key in output.metrics and output.predictions is not None and output.label_ids is not None:
-                output.metrics[key] = _exact_loss(self.model.span_config, output.predictions, output.label_ids)
-            return output
-
-    return SpanTrainer
+    def evaluation_loop(self, dataloader, description, prediction_loss_only=None, ignore_keys=None,
+                        metric_key_prefix="eval"):
+        output = super().evaluation_loop(dataloader, description, prediction_loss_only, ignore_keys,
+                                         metric_key_prefix)
+        key = f"{metric_key_prefix}_loss"
+        if key in output.metrics and output.predictions is not None and output.label_ids is not None:
+            output.metrics[key] = _exact_loss(self.model.span_config, output.predictions, output.label_ids)
+        return output
 
 
 def _exact_loss(span_config, logits, labels) -> float:
@@ -68,20 +66,13 @@ def _exact_loss(span_config, logits, labels) -> float:
     under several processes it also counts the copies that pad the last batch: it would depend on the batch
     size and the number of processes. This one does not.
     """
-    import torch
-
-    from spanft.model.span_model import classification_loss, regression_loss
-
     logits = logits[0] if isinstance(logits, tuple) else logits
     loss_fn = regression_loss if span_config.task_type == "regression" else classification_loss
     loss = loss_fn(torch.as_tensor(logits), torch.as_tensor(labels))
     return float(loss)
 
 
-def training_arguments(options: FinetuneOptions, task: TaskSpec, output_dir: str):
-    import torch
-    from transformers import TrainingArguments
-
+def training_arguments(options: FinetuneOptions, task: TaskSpec, output_dir: str) -> TrainingArguments:
     cuda = torch.cuda.is_available()
     bf16 = cuda and torch.cuda.is_bf16_supported()
     tf32 = cuda and torch.cuda.get_device_capability()[0] >= 8  # Ampere and later: TF32 matmuls for fp32 work
