@@ -21,7 +21,7 @@ Model (every assumption printed with the tables, each input marked measured or a
 - evaluation (dev each epoch, dev and test prediction at the end) adds ``--eval-fraction`` of the training
   time (default 0.10: forward-only passes cost about a third of a training step per example, and the dev and
   test sets are a few percent of the training passes for MNLI, SST-2, QNLI and SNLI, 15-20% for QQP and RTE);
-- the runs are the graph's fine-tuning runs, from spanft.params.studies.planned_runs: glue, backbones and ner
+- the runs are the graph's fine-tuning runs, from the plan (spanft.params.plan, Plan.runs): glue, backbones and ner
   run baseline and sf; snli runs baseline, sf and one sf run per extra encoder; ablation runs cnn-noseg,
   random-seg and chunker-seg (its baseline and sf rows come from the glue study); dictsize runs every method
   x every ``dict_sizes`` entry. Each study is counted as it runs: no run is shared between studies.
@@ -40,14 +40,14 @@ import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 import numpy as np
 import pandas as pd
-import yaml
 
 from spanft.errors import SpanftError
-from spanft.params.studies import PlannedRun, planned_runs
+from spanft.params.hparams import HParams
+from spanft.params.plan import Plan, PlannedRun, load_plan
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_padding import padded_tokens_per_step  # noqa: E402
 
@@ -63,7 +63,7 @@ REFERENCE_BATCH, REFERENCE_LEN = 32, 128
 
 
 class CostModelError(Exception):
-    """A params file or an option the model cannot use (printed as one line)."""
+    """An option or input the model cannot use (printed as one line, as the plan's SpanftError is)."""
 
 
 @dataclass(frozen=True)
@@ -85,49 +85,21 @@ class Assumptions:
             raise CostModelError(f"--eval-fraction must be >= 0, got {self.eval_fraction}")
 
 
-
-
-# ------------------------------------------------------------------------------------------------ runs
-
-
-def _key(params: dict, dotted: str, source: str) -> Any:
-    node: Any = params
-    for depth, part in enumerate(dotted.split(".")):
-        if not isinstance(node, dict) or part not in node:
-            raise CostModelError(f"{source}: key {'.'.join(dotted.split('.')[:depth + 1])} not found")
-        node = node[part]
-    return node
-
-
-def study_runs(params: dict, source: str = "params") -> list[PlannedRun]:
-    """Every fine-tuning run of every study: backbones x tasks x seeds x variants."""
-    try:
-        return planned_runs(params, source)
-    except SpanftError as exc:
-        raise CostModelError(str(exc)) from None
-
-
 # ------------------------------------------------------------------------------------------------ cost
 
 
-def backbone_size(name: str, params: dict) -> str:
+def backbone_size(name: str, plan: Plan) -> str:
     """``large`` when the backbone's name or hub id (``backbones.hub.<name>.hub_id``) says so, else ``base``."""
-    spec = (params.get("backbones", {}).get("hub") or {}).get(name) or {}
-    label = f"{name} {spec.get('hub_id', '')}".lower()
+    spec = plan.backbones.get(name)
+    hub_id = spec.settings.get("hub_id", "") if spec is not None and spec.source == "hub" else ""
+    label = f"{name} {hub_id}".lower()
     return "large" if "large" in label else "base"
 
 
-def train_steps(task: str, hparams: dict, source: str = "params") -> int:
+def train_steps(task: str, hparams: HParams) -> int:
     if task not in TRAIN_EXAMPLES:
-        raise CostModelError(f"{source}: task {task}: no public train size known ({', '.join(TRAIN_EXAMPLES)})")
-    batch = int(hparams.get("batch_size", REFERENCE_BATCH))
-    return math.ceil(TRAIN_EXAMPLES[task] / batch) * int(_required(hparams, "epochs", task, source))
-
-
-def _required(hparams: dict, key: str, task: str, source: str) -> Any:
-    if key not in hparams:
-        raise CostModelError(f"{source}: hparams.{task}.{key} not found")
-    return hparams[key]
+        raise CostModelError(f"task {task}: no public train size known ({', '.join(TRAIN_EXAMPLES)})")
+    return math.ceil(TRAIN_EXAMPLES[task] / hparams.batch_size) * hparams.epochs
 
 
 def tokens_per_step(task: str, batch: int, max_seq_len: int, assumptions: Assumptions) -> float:
@@ -143,11 +115,11 @@ def _grouped_tokens(lengths: bytes, batch: int, max_seq_len: int) -> float:
     return padded_tokens_per_step(capped, batch)
 
 
-def step_ms(run: PlannedRun, params: dict, assumptions: Assumptions, source: str = "params") -> float:
+def step_ms(run: PlannedRun, plan: Plan, assumptions: Assumptions) -> float:
     """Milliseconds of one training step of this run."""
-    hparams = _key(params, f"hparams.{run.task}", source)
-    batch, max_len = int(hparams.get("batch_size", REFERENCE_BATCH)), int(hparams.get("max_seq_len", REFERENCE_LEN))
-    size = backbone_size(run.backbone, params)
+    hparams = plan.hparams[run.task]
+    batch, max_len = hparams.batch_size, hparams.max_seq_len
+    size = backbone_size(run.backbone, plan)
     fixed = assumptions.fixed_share.get(size, 0.0)
     scale = tokens_per_step(run.task, batch, max_len, assumptions) / (REFERENCE_BATCH * REFERENCE_LEN)
     ms = assumptions.step_ms_base * (fixed + (1 - fixed) * scale)
@@ -156,16 +128,16 @@ def step_ms(run: PlannedRun, params: dict, assumptions: Assumptions, source: str
     return ms if run.variant == "baseline" else ms * assumptions.sf_overhead
 
 
-def cost_table(params: dict, assumptions: Assumptions, source: str = "params") -> pd.DataFrame:
+def cost_table(plan: Plan, assumptions: Assumptions) -> pd.DataFrame:
     """One row per run: its steps, step time and GPU-hours (evaluation included)."""
     assumptions.check()
     rows = []
-    for run in study_runs(params, source):
-        steps = train_steps(run.task, _key(params, f"hparams.{run.task}", source), source)
-        ms = step_ms(run, params, assumptions, source)
+    for run in plan.runs():
+        steps = train_steps(run.task, plan.hparams[run.task])
+        ms = step_ms(run, plan, assumptions)
         hours = steps * ms * (1 + assumptions.eval_fraction) / 3_600_000
         rows.append({"study": run.study, "backbone": run.backbone, "task": run.task, "variant": run.variant,
-                     "seed": run.seed, "size": backbone_size(run.backbone, params), "steps": steps, "step_ms": ms,
+                     "seed": run.seed, "size": backbone_size(run.backbone, plan), "steps": steps, "step_ms": ms,
                      "gpu_hours": hours})
     return pd.DataFrame(rows, columns=["study", "backbone", "task", "variant", "seed", "size", "steps", "step_ms",
                                        "gpu_hours"])
@@ -215,7 +187,7 @@ def measured_assumptions(timings: dict, eval_fraction: float, lengths: Mapping[s
     )
 
 
-def task_lengths(params: dict, data_root: Path | None, tokenizer_dir: str | None, stand_in: int) -> dict:
+def task_lengths(plan: Plan, data_root: Path | None, tokenizer_dir: str | None, stand_in: int) -> dict:
     """Measured training-example lengths of every task in the profile that has data (``bench_padding``)."""
     from bench_padding import example_lengths_of, task_frame
     from transformers import AutoTokenizer
@@ -227,7 +199,7 @@ def task_lengths(params: dict, data_root: Path | None, tokenizer_dir: str | None
         raise CostModelError("--data-root / --stand-in need a tokenizer: --tokenizer DIR")
     tokenizer = AutoTokenizer.from_pretrained(tokenizer_dir)
     lengths = {}
-    for task in params.get("hparams", {}):
+    for task in plan.hparams:
         if task not in TRAIN_EXAMPLES:
             continue
         spec, frame, _ = task_frame(task, data_root, stand_in)
@@ -264,24 +236,12 @@ def measured_sf_overhead(results: Path = RESULTS) -> tuple[float, str]:
     raise CostModelError(f"{results}: no measured 'training step ... sf / baseline' row: pass --sf-overhead")
 
 
-def load_params(path: Path) -> dict:
-    if not path.is_file():
-        raise CostModelError(f"--params {path}: not found")
-    try:
-        params = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as exc:
-        raise CostModelError(f"{path}: not valid YAML: {str(exc).splitlines()[0]}") from None
-    if not isinstance(params, dict):
-        raise CostModelError(f"{path}: expected a mapping of parameters")
-    return params
-
-
 # ------------------------------------------------------------------------------------------------ report
 
 
-def report(params: dict, table: pd.DataFrame, assumptions: Assumptions, gpu: str, source: str,
+def report(plan: Plan, table: pd.DataFrame, assumptions: Assumptions, gpu: str, source: str,
            overhead_source: str, inputs: list[str] | None = None, gpus: int = 0) -> str:
-    lines = [f"Cost model: {source} (profile {params.get('profile', '?')}), GPU-hours on {gpu}", ""]
+    lines = [f"Cost model: {source} (profile {plan.profile}), GPU-hours on {gpu}", ""]
     for study in table["study"].unique():
         summary = study_summary(table, study)
         runs = table[table["study"] == study]
@@ -293,7 +253,7 @@ def report(params: dict, table: pd.DataFrame, assumptions: Assumptions, gpu: str
     totals.loc["total"] = [len(table), table["gpu_hours"].sum()]
     lines += ["## total", totals.reset_index().to_string(index=False, float_format=lambda v: f"{v:,.1f}"), ""]
     lines += wall_clock_lines(table, gpus) if gpus else []
-    sizes = ", ".join(f"{name}: {backbone_size(name, params)}" for name in table["backbone"].unique())
+    sizes = ", ".join(f"{name}: {backbone_size(name, plan)}" for name in table["backbone"].unique())
     lines += [
         "Assumptions:",
         f"- base backbone training step at batch {REFERENCE_BATCH} x {REFERENCE_LEN}: {assumptions.step_ms_base:.4g} ms on "
@@ -356,22 +316,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--params", default=str(HERE.parent / "profiles" / "paper.yaml"), help="params YAML")
     parser.add_argument("--gpus", type=int, default=8, help="also give the wall clock on this many GPUs (0: no)")
     args = parser.parse_args(argv)
+    source = os.path.relpath(args.params) if Path(args.params).is_absolute() else args.params
     try:
-        params = load_params(Path(args.params))
-        source = os.path.relpath(args.params) if Path(args.params).is_absolute() else args.params
-        assumptions, gpu, overhead_source, inputs = _assumptions_from_args(args, params)
-        table = cost_table(params, assumptions, source=source)
-    except CostModelError as exc:
+        plan = load_plan(args.params)
+        assumptions, gpu, overhead_source, inputs = _assumptions_from_args(args, plan)
+        table = cost_table(plan, assumptions)
+    except (CostModelError, SpanftError) as exc:
         print(f"cost_model: error: {exc}", file=sys.stderr)
         return 2
-    print(report(params, table, assumptions, gpu, source, overhead_source, inputs, gpus=max(0, args.gpus)))
+    print(report(plan, table, assumptions, gpu, source, overhead_source, inputs, gpus=max(0, args.gpus)))
     return 0
 
 
-def _assumptions_from_args(args, params: dict) -> tuple[Assumptions, str, str, list[str]]:
+def _assumptions_from_args(args, plan: Plan) -> tuple[Assumptions, str, str, list[str]]:
     lengths = {}
     if args.data_root is not None or args.stand_in:
-        lengths = task_lengths(params, args.data_root, args.tokenizer, args.stand_in)
+        lengths = task_lengths(plan, args.data_root, args.tokenizer, args.stand_in)
     where = (f"prepared data under {args.data_root}" if args.data_root is not None
              else f"synthetic stand-in splits of {args.stand_in} examples (not the real datasets' lengths)")
     if args.timings is not None:

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import copy
 import importlib.util
 import math
 import sys
+from functools import lru_cache
 from pathlib import Path
 
 import pytest
 import yaml
+
+from spanft.errors import SpanftError
+from spanft.params.load import load_params
+from spanft.params.plan import Plan, plan_from_tree
+from spanft.params.schema import check_params
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("cost_model", ROOT / "benchmarks" / "cost_model.py")
@@ -20,9 +27,32 @@ GLUE8 = ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte"]
 HP = {"epochs": 3, "lr": 2e-5, "batch_size": 32, "max_seq_len": 128}
 
 
-def paper_like_params() -> dict:
+@lru_cache(maxsize=1)
+def _paper_tree() -> dict:
+    return load_params(ROOT / "profiles" / "paper.yaml")
+
+
+def params_tree(**blocks) -> dict:
+    """profiles/paper.yaml with the given top-level blocks replaced; with ``studies``, the studies it leaves out
+    get no backbones (they run nothing), the others take its keys over the profile's."""
+    tree = copy.deepcopy(_paper_tree())
+    studies = blocks.pop("studies", None)
+    tree.update(copy.deepcopy(blocks))
+    if studies is not None:
+        for name, spec in tree["studies"].items():
+            spec.update(copy.deepcopy(studies[name]) if name in studies else {"backbones": []})
+    return tree
+
+
+def plan_of(tree: dict) -> Plan:
+    """The plan of a params tree, after the full schema check (what load_plan does with a file)."""
+    check_params(tree, "test.yaml")
+    return plan_from_tree(tree, "test.yaml")
+
+
+def paper_like_tree() -> dict:
     """The paper profile's studies, backbones and sizes, written out here."""
-    return {
+    return params_tree(**{
         "profile": "paper",
         "dict_sizes": [20000, 50000, 100000, 200000, 300000, 400000],
         "backbones": {"build": {}, "local": {}, "hub": {
@@ -42,11 +72,15 @@ def paper_like_params() -> dict:
             "ner": {"backbones": ["bert-base", "bert-large"], "seeds": [1, 2, 3]},
             "dictsize": {"backbones": ["bert-base"], "tasks": ["cola", "mrpc"], "seeds": [1], "methods": ["ngram", "random"]},
         },
-    }
+    })
+
+
+def paper_like_plan() -> Plan:
+    return plan_of(paper_like_tree())
 
 
 def test_run_counts_follow_each_studys_variants():
-    table = cost_model.cost_table(paper_like_params(), cost_model.Assumptions(100, 3, 1.1))
+    table = cost_model.cost_table(paper_like_plan(), cost_model.Assumptions(100, 3, 1.1))
     counts = table.groupby("study").size().to_dict()
     assert counts == {
         "glue": 2 * 9 * 3 * 2,  # backbones x tasks x seeds x (baseline, sf)
@@ -64,12 +98,13 @@ def test_run_counts_follow_each_studys_variants():
 
 
 def test_gpu_hours_by_hand():
-    params = {
-        "backbones": {"hub": {"b": {"hub_id": "bert-base-uncased"}, "l": {"hub_id": "bert-large-uncased"}}},
-        "hparams": {"rte": {"epochs": 3, "batch_size": 32, "max_seq_len": 128}},
-        "studies": {"glue": {"backbones": ["b", "l"], "tasks": ["rte"], "seeds": [1, 2]}},
-    }
-    table = cost_model.cost_table(params, cost_model.Assumptions(100.0, 3.0, 1.5, eval_fraction=0.1))
+    plan = plan_of(params_tree(
+        backbones={"build": {}, "local": {},
+                   "hub": {"b": {"hub_id": "bert-base-uncased"}, "l": {"hub_id": "bert-large-uncased"}}},
+        hparams={"rte": {"epochs": 3, "batch_size": 32, "max_seq_len": 128}},
+        studies={"glue": {"backbones": ["b", "l"], "tasks": ["rte"], "seeds": [1, 2]}},
+    ))
+    table = cost_model.cost_table(plan, cost_model.Assumptions(100.0, 3.0, 1.5, eval_fraction=0.1))
     steps = math.ceil(2490 / 32) * 3
     assert steps == 234 and set(table.steps) == {234}
     one = 234 * 0.100 * 1.1 / 3600  # hours of one base baseline run: 234 steps of 0.1 s, +10% evaluation
@@ -80,9 +115,10 @@ def test_gpu_hours_by_hand():
 
 
 def test_batch_and_length_scale_the_step_time_by_tokens():
-    params = {"backbones": {}, "hparams": {"mrpc": {"epochs": 2, "batch_size": 16, "max_seq_len": 256}},
-              "studies": {"glue": {"backbones": ["x"], "tasks": ["mrpc"], "seeds": [1]}}}
-    table = cost_model.cost_table(params, cost_model.Assumptions(80.0, 3.0, 1.2, eval_fraction=0.0))
+    plan = plan_of(params_tree(backbones={"build": {}, "local": {}, "hub": {"x": {"hub_id": "some/base-model"}}},
+                               hparams={"mrpc": {"epochs": 2, "batch_size": 16, "max_seq_len": 256}},
+                               studies={"glue": {"backbones": ["x"], "tasks": ["mrpc"], "seeds": [1]}}))
+    table = cost_model.cost_table(plan, cost_model.Assumptions(80.0, 3.0, 1.2, eval_fraction=0.0))
     baseline = table[table.variant == "baseline"].iloc[0]
     assert baseline.steps == math.ceil(3668 / 16) * 2 == 460
     assert baseline.step_ms == pytest.approx(80.0)  # 16 x 256 = 32 x 128 tokens
@@ -108,31 +144,39 @@ def test_the_repository_results_hold_a_measured_ratio():
     assert 1.0 < ratio < 2.0
 
 
-def test_errors_name_the_bad_key(tmp_path):
-    params = paper_like_params()
-    del params["hparams"]["qqp"]
-    with pytest.raises(cost_model.CostModelError, match="hparams.qqp not found"):
-        cost_model.cost_table(params, cost_model.Assumptions(100, 3, 1.1))
-    params = paper_like_params()
-    params["studies"]["extra"] = {"backbones": ["bert-base"], "tasks": ["cola"], "seeds": [1]}
-    with pytest.raises(cost_model.CostModelError, match="studies.extra: unknown study"):
-        cost_model.cost_table(params, cost_model.Assumptions(100, 3, 1.1))
+def test_errors_name_the_bad_key(tmp_path, capsys):
+    """A params file the plan refuses: the schema's one-line error, naming the file and the key."""
+    path = tmp_path / "paper.yaml"
+    tree = paper_like_tree()
+    del tree["hparams"]["qqp"]
+    path.write_text(yaml.safe_dump(tree, sort_keys=False))
+    with pytest.raises(SpanftError, match=r"paper\.yaml: hparams\.qqp is missing \(studies\.glue fine-tunes qqp\)"):
+        cost_model.load_plan(path)
+    assert cost_model.main(["--gpu", "x", "--step-ms-base", "110", "--large-factor", "3.2", "--sf-overhead", "1.1",
+                            "--params", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "cost_model: error: " in err and "hparams.qqp is missing" in err
+    tree = paper_like_tree()
+    tree["studies"]["extra"] = {"backbones": ["bert-base"], "tasks": ["cola"], "seeds": [1]}
+    path.write_text(yaml.safe_dump(tree, sort_keys=False))
+    with pytest.raises(SpanftError, match=r"paper\.yaml: unknown key studies\.extra"):
+        cost_model.load_plan(path)
 
 
 def test_cli_prints_every_study_and_the_total(tmp_path, capsys):
     path = tmp_path / "paper.yaml"
-    path.write_text(yaml.safe_dump(paper_like_params()))
+    path.write_text(yaml.safe_dump(paper_like_tree()))
     assert cost_model.main(["--gpu", "A100 80GB", "--step-ms-base", "110", "--large-factor", "3.2",
                             "--sf-overhead", "1.1", "--params", str(path)]) == 0
     out = capsys.readouterr().out
     for study in ("glue", "backbones", "snli", "ablation", "ner", "dictsize", "total"):
         assert f"## {study}" in out
-    table = cost_model.cost_table(paper_like_params(), cost_model.Assumptions(110, 3.2, 1.1))
+    table = cost_model.cost_table(paper_like_plan(), cost_model.Assumptions(110, 3.2, 1.1))
     total_line = next(line for line in out.splitlines() if line.split()[:1] == ["total"])
     assert total_line.split() == ["total", str(len(table)), f"{table.gpu_hours.sum():,.1f}"]
     assert cost_model.main(["--gpu", "x", "--step-ms-base", "110", "--large-factor", "3.2",
                             "--params", str(tmp_path / "missing.yaml")]) == 2
-    assert "missing.yaml: not found" in capsys.readouterr().err
+    assert "missing.yaml: params file not found" in capsys.readouterr().err
 
 
 def test_wall_clock_fills_the_gpus_in_submission_order():
