@@ -812,8 +812,8 @@ def test_table6_names_the_conll_tagger_and_its_accuracy(tree, tmp_path):
     ("paper", "local", "local", "paper"),
 ])
 def test_the_profile_line_names_the_data_sources_that_contradict_the_profile(profile, data, corpus, want):
+    from spanft.report.cells import profile_line
     from spanft.report.runs import Params
-    from spanft.report.tables import profile_line
 
     params = Params({"profile": profile, "data": {"source": data}, "corpus": {"source": corpus}})
     assert params.profile == want
@@ -904,3 +904,16 @@ def test_tables_7_and_8_judge_the_papers_dev_gain_not_its_test_gain(tree):
     cnn_cnn, cnn_max = _paper_row("table7", None, "cnn-cnn"), _paper_row("table7", None, "cnn-max")
     assert cnn_cnn["dev"] - cnn_max["dev"] != pytest.approx(cnn_cnn["test"] - cnn_max["test"])  # 0.4 vs 0.2
     assert encoders.loc["CNN-CNN − CNN-Max", "paper_gain_pct"] == pytest.approx(cnn_cnn["dev"] - cnn_max["dev"])
+
+
+def test_every_report_method_reads_a_variant_its_study_runs():
+    from spanft.params.studies import study_variants
+    from spanft.report.methods import METHOD_ROWS, methods
+
+    params = copy.deepcopy(PARAMS)
+    params["studies"]["snli"]["encoders"] = ["cnn-max", "attention-max", "attention-attention"]
+    for table, label, key, study, variant in METHOD_ROWS:
+        assert variant in study_variants(params, study), (table, label)
+    for table in (1, 4, 5, 6, 8):
+        assert [m.key for m in methods(table)][0] == "baseline" and "sf" in [m.key for m in methods(table)]
+    assert [m.label for m in methods(7)] == ["CNN-Max", "CNN-CNN", "Attention-Max", "Attention-Attention"]

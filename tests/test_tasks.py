@@ -235,7 +235,7 @@ def test_unknown_source():
 def test_mnli_matched_and_mismatched_are_told_apart(monkeypatch):
     # Each hub split holds its own sentences: swapping matched and mismatched anywhere (registry hub names,
     # the dev split that selects epochs, the table columns, the submission files) changes what lands where.
-    from spanft.report.tables import glue_columns
+    from spanft.report.glue_tables import glue_columns
 
     names, repo = EXPECTED_LABELS["mnli"], "nyu-mll/glue"
     tables = {(repo, "mnli", split): glue_pair([f"{split.replace('_', '')} premise ."], ["some hypothesis ."],

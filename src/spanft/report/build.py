@@ -55,17 +55,18 @@ def build_reports(params: dict, runs_dir: Path, segmented_dir: Path, *, params_n
                   paper_values: str | Path | None = None, corpus: dict | None = None) -> dict[str, bytes]:
     """Every report file's bytes by relative path, ``index.md`` last (nothing is written)."""
     from spanft.report import figures
+    from spanft.report.context import ReportContext
     from spanft.report.paper import Paper, tidy_values
     from spanft.report.runs import Params
-    from spanft.report.tables import TableBuilder
+    from spanft.report.tables import all_tables
     from spanft.report.trivial import check_runs
 
     checked = Params(params, params_name)
     profile = checked.profile
     paper = Paper.load(paper_values)
-    builder = TableBuilder(checked, runs_dir, segmented_dir, paper)
+    context = ReportContext(checked, runs_dir, segmented_dir, paper)
     files: dict[str, bytes] = {}
-    tables = builder.all_tables()
+    tables = all_tables(context)
     for table in tables:
         stem = f"tables/table{table.number}"
         files[f"{stem}.md"] = table.markdown(profile).encode()
@@ -81,15 +82,15 @@ def build_reports(params: dict, runs_dir: Path, segmented_dir: Path, *, params_n
             files[f"figures/figure{number}.{fmt}"] = data
     files["plots/spans_per_sentence.csv"] = figures.csv_text(spans).encode()
     files["plots/dictsize_score.csv"] = figures.csv_text(scores).encode()
-    files["metrics.json"] = (json.dumps(headline_metrics(builder), indent=2, sort_keys=True) + "\n").encode()
-    _read_dictsize_runs(builder)  # Figure 4's runs are checked against constant predictors too
-    checks = check_runs(builder.all_runs())
-    files["index.md"] = index_markdown(profile, list(files), tables, builder.all_runs(), checks, corpus).encode()
+    files["metrics.json"] = (json.dumps(headline_metrics(context), indent=2, sort_keys=True) + "\n").encode()
+    _read_dictsize_runs(context)  # Figure 4's runs are checked against constant predictors too
+    checks = check_runs(context.all_runs())
+    files["index.md"] = index_markdown(profile, list(files), tables, context.all_runs(), checks, corpus).encode()
     return files
 
 
-def _read_dictsize_runs(builder) -> None:
-    params = builder.params
+def _read_dictsize_runs(context) -> None:
+    params = context.params
     if not params.has_study("dictsize"):
         return
     seeds = params.seeds("dictsize")
@@ -97,7 +98,7 @@ def _read_dictsize_runs(builder) -> None:
         for task in params.study_tasks("dictsize"):
             for method in params.list_of("studies.dictsize.methods"):
                 for size in params.list_of("dict_sizes", int):
-                    builder.runs("dictsize", backbone, task, f"{method}-{size}", seeds)
+                    context.runs("dictsize", backbone, task, f"{method}-{size}", seeds)
 
 
 def _csv(records: list[dict], profile: str) -> str:
@@ -128,10 +129,10 @@ def _write_all(out_dir: Path, files: dict[str, bytes]) -> None:
 # ------------------------------------------------------------------------------------------- metrics.json
 
 
-def headline_metrics(builder) -> dict[str, Any]:
+def headline_metrics(context) -> dict[str, Any]:
     """Per study / backbone / task: mean dev main metric of baseline and sf over seeds, and sf - baseline;
     GLUE-style studies also get ``average`` (mean over their tasks)."""
-    params = builder.params
+    params = context.params
     result: dict[str, Any] = {"profile": params.profile}
     for study in HEADLINE_STUDIES:
         if not params.has_study(study):
@@ -139,7 +140,7 @@ def headline_metrics(builder) -> dict[str, Any]:
         seeds = params.seeds(study)
         per_backbone = {}
         for backbone in params.backbones(study):
-            means = {task: [_mean_dev(builder.runs(study, backbone, task, variant, seeds))
+            means = {task: [_mean_dev(context.runs(study, backbone, task, variant, seeds))
                             for variant in ("baseline", "sf")]
                      for task in params.study_tasks(study)}
             if study in ("glue", "backbones"):
@@ -191,8 +192,8 @@ _DESCRIPTIONS = {
 def index_markdown(profile: str, paths: list[str], tables: list = (), runs: list = (), checks: list = (),
                    corpus: dict | None = None) -> str:
     """The summary (profile, inputs, verdicts, flagged runs), then every report file."""
+    from spanft.report.cells import profile_line
     from spanft.report.summary import flagged_lines, summary_lines
-    from spanft.report.tables import profile_line
 
     lines = [profile_line(profile), "", *summary_lines(list(runs), list(tables), list(checks), corpus),
              "# Reports", ""]

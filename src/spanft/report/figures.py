@@ -21,8 +21,8 @@ import pandas as pd
 from spanft.data.registry import get_task
 from spanft.errors import SpanftError
 from spanft.params.studies import sweep_variant
+from spanft.report.cells import profile_line
 from spanft.report.runs import Params, load_runs, summarize
-from spanft.report.tables import profile_line
 
 SPANS_SPLIT = "train"  # Figure 3's statistics: the largest split
 SEGMENTATIONS = [("ngram", "n-gram (main dictionary)"), ("random", "random"), ("chunker", "chunker")]

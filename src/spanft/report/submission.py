@@ -25,11 +25,6 @@ log = logging.getLogger("spanft")
 PREDICTION_HEADER = ["idx", "gold", "pred"]
 
 
-def leaderboard_stems() -> list[str]:
-    """Every GLUE leaderboard file stem, in registry order."""
-    return list(submission_splits())
-
-
 def read_predictions(path: str | Path, task: TaskSpec) -> list[tuple[int, str]]:
     """``(index, leaderboard prediction string)`` per row of a predictions TSV."""
     rows: list[tuple[int, str]] = []

@@ -1,0 +1,165 @@
+"""A report table and its cells: the :class:`Table` (formatted rows, tidy numbers, notes, verdicts, the paper's
+table) rendered as Markdown, LaTeX and CSV, and the cell formatters every table builder shares. Scores are
+shown in percent (metric x 100), one decimal, as the paper prints them; "mean ± sd" is the mean and the sample
+standard deviation over seeds (the sd left out with a single seed); ``—`` marks a cell without a value. The CSV
+holds the same numbers unrounded (6 decimals), one row per cell, integer columns as integers.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from spanft.report.bootstrap import BootstrapResult
+from spanft.report.runs import Summary
+from spanft.report.verdict import interval_level, signed
+
+DASH = "—"
+NO_VALUE = "—: no value; in a paper cell, the paper prints none for that row and column."
+INTEGER_COLUMNS = {"n_seeds", "best_seed", "baseline_seed", "sf_seed", "n", "both_correct", "only_a_correct",
+                   "only_b_correct", "both_wrong", "resamples"}
+PROFILE_LINES = {
+    "embedded": "Profile: embedded — synthetic data, tiny local backbones, CPU — not paper numbers.",
+    "paper": "Profile: paper — the paper's tasks and backbones.",
+    "small": "Profile: small — real task data, a small local encoder, a laptop's budget — not the paper's backbones.",
+}
+
+
+SIGNIFICANCE_NOTE = ("95% CI: two-level paired bootstrap — seeds within each arm, then dev examples — of the mean "
+                     "over seeds of each arm's score, percentile interval (README \"Significance\"); with 1 seed per "
+                     "arm it resamples examples only and speaks of these runs, not of the method. An Avg's interval "
+                     "resamples each column's seeds and examples.")  # the GLUE and dev/test tables' note
+
+
+def profile_line(profile: str) -> str:
+    return PROFILE_LINES.get(profile, f"Profile: {profile}.")
+
+
+# ------------------------------------------------------------------------------------------- cells
+
+
+def pct(value: float) -> str:
+    return DASH if value is None or math.isnan(value) else f"{100 * value:.1f}"
+
+
+def paper_cell(value: float) -> str:
+    return DASH if math.isnan(value) else f"{value:.1f}"
+
+
+def mean_sd(summary: Summary) -> str:
+    if summary.n == 0:
+        return DASH
+    if summary.n == 1:
+        return pct(summary.mean)
+    return f"{pct(summary.mean)} ± {100 * summary.sd:.1f}"
+
+
+def p_value_cell(value: float) -> str:
+    return DASH if math.isnan(value) else f"{value:.3g}"
+
+
+def bootstrap_p_cell(result: BootstrapResult | None) -> str:
+    """The bootstrap p-value; at the resampling floor ``≤ 2/(R+1)``, an upper bound."""
+    if result is None or math.isnan(result.p_value):
+        return DASH
+    return f"≤ {result.p_value:.3g}" if result.p_at_floor else p_value_cell(result.p_value)
+
+
+def ci_cell(result: BootstrapResult | None) -> str:
+    """``+1.2 [-0.3, +2.5]``: the gain x 100 and its 95% interval."""
+    if result is None or math.isnan(result.gain):
+        return DASH
+    return f"{signed(100 * result.gain)} [{signed(100 * result.low)}, {signed(100 * result.high)}]"
+
+
+def difference(ours: float, paper: float) -> str:
+    """``ours − paper`` in points, signed; — when either is missing."""
+    return DASH if math.isnan(ours) or math.isnan(paper) else f"{ours - paper:+.1f}"
+
+
+def fixed(value: float, decimals: int) -> str:
+    return DASH if value is None or math.isnan(value) else f"{value:.{decimals}f}"
+
+
+# ------------------------------------------------------------------------------------------- CSV numbers
+
+
+def csv_number(value: float | None, scale: float = 100.0) -> float | None:
+    """A CSV number: ``value`` x ``scale``, None when missing."""
+    return None if value is None or math.isnan(value) else scale * value
+
+
+def gain_fields(result: BootstrapResult | None) -> dict:
+    """A bootstrap result's CSV fields (percent points), all None without a result."""
+    if result is None:
+        return {"gain_pct": None, "ci_low_pct": None, "ci_high_pct": None, "p_value": None, "p_at_floor": None,
+                "resamples": None, "interval": None}
+    return {"gain_pct": csv_number(result.gain), "ci_low_pct": csv_number(result.low), "ci_high_pct": csv_number(result.high),
+            "p_value": csv_number(result.p_value, 1.0), "p_at_floor": result.p_at_floor, "resamples": result.resamples,
+            "interval": interval_level(result)}
+
+
+# ------------------------------------------------------------------------------------------- Table
+
+
+@dataclass
+class Table:
+    number: int
+    title: str
+    display: pd.DataFrame  # formatted strings
+    data: pd.DataFrame  # tidy numbers
+    notes: list[str] = field(default_factory=list)
+    verdicts: list = field(default_factory=list)  # Verdict | PlainVerdict
+    paper_heading: str = ""
+    paper_display: pd.DataFrame = field(default_factory=pd.DataFrame)
+    paper_notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if has_dash(self.display) or has_dash(self.paper_display):
+            self.notes.append(NO_VALUE)
+
+    def markdown(self, profile: str) -> str:
+        notes = "".join(f"- {note}\n" for note in self.notes)
+        # disable_numparse: cells are formatted strings already ("14.0" must not become "14")
+        body = self.display.to_markdown(index=False, disable_numparse=True) if len(self.display) else "(no rows)"
+        text = f"{profile_line(profile)}\n\n**Table {self.number}.** {self.title}\n\n{body}\n\n{notes}"
+        if self.verdicts:
+            text += "\nVerdicts (rule: README \"Verdicts\"):\n\n" + "".join(f"- {v.line()}\n" for v in self.verdicts)
+        if self.paper_heading:
+            paper = self.paper_display.to_markdown(index=False, disable_numparse=True)
+            text += f"\n**{self.paper_heading}**\n\n{paper}\n"
+            if self.paper_notes:
+                text += "\nOn the paper's numbers:\n\n" + "".join(f"- {note}\n" for note in self.paper_notes)
+        return text
+
+    def latex(self, profile: str) -> str:
+        header = f"% {profile_line(profile)}\n% Table {self.number}. {self.title}\n"
+        header += "".join(f"% {note}\n" for note in self.notes)
+        header += "".join(f"% {v.line().replace('**', '')}\n" for v in self.verdicts)
+        parts = [header]
+        if len(self.display):
+            parts.append(_tabular(self.display))
+        if self.paper_heading:
+            parts.append(f"% {self.paper_heading}\n" + "".join(f"% {note}\n" for note in self.paper_notes))
+            parts.append(_tabular(self.paper_display))
+        return "".join(parts)
+
+    def csv(self, profile: str) -> str:
+        frame = self.data.copy()
+        for column in INTEGER_COLUMNS.intersection(frame.columns):
+            frame[column] = frame[column].astype("Int64")
+        frame.insert(0, "profile", profile)
+        buffer = io.StringIO()
+        frame.to_csv(buffer, index=False, float_format="%.6f", lineterminator="\n")
+        return buffer.getvalue()
+
+
+def _tabular(frame: pd.DataFrame) -> str:
+    return frame.to_latex(index=False, escape=True).replace("±", r"$\pm$").replace(DASH, "--").replace("−", "-")
+
+
+def has_dash(display: pd.DataFrame) -> bool:
+    return bool(len(display)) and bool((display == DASH).any().any())
