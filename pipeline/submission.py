@@ -11,7 +11,7 @@ from pathlib import Path
 
 from spanft.params.plan import Plan
 from spanft.params.stage import run_stage_script
-from spanft.report.build import glue_submission
+from spanft.report.submission import glue_submission
 
 
 def main() -> int:

@@ -18,11 +18,11 @@ def add_report(sub: argparse._SubParsersAction) -> None:
 
 
 def report(args: argparse.Namespace) -> int:
-    from spanft.params.load import load_params
+    from spanft.params.plan import load_plan
     from spanft.report.build import write_reports
 
-    write_reports(load_params(args.params), args.runs, args.segmented, args.out, params_name=str(args.params),
-                  paper_values=args.paper_values, corpus_record=args.corpus_record)
+    write_reports(load_plan(args.params), args.runs, args.segmented, args.out, paper_values=args.paper_values,
+                  corpus_record=args.corpus_record)
     return 0
 
 
@@ -35,7 +35,7 @@ def add_glue_submission(sub: argparse._SubParsersAction) -> None:
 
 
 def glue_submission(args: argparse.Namespace) -> int:
-    from spanft.report.build import glue_submission
+    from spanft.report.submission import glue_submission
 
     glue_submission(args.runs, args.variant, args.out)
     return 0

@@ -13,9 +13,6 @@ Everything is computed before anything is written, each file is written atomical
 removed first and written last, so an interrupted report never looks complete. Outputs are byte-identical
 for identical inputs, except Table 3's measured seconds.
 
-:func:`glue_submission` zips the leaderboard files of one backbone's glue-study runs, each task's best seed.
-
-This module imports only the standard library at load time.
 """
 
 from __future__ import annotations
@@ -26,45 +23,43 @@ import math
 from pathlib import Path
 from typing import Any
 
-from spanft.errors import SpanftError
+import pandas as pd
+
+from spanft.data.corpus import read_corpus_record
+from spanft.fileio import atomic_open, check_output_location
+from spanft.params.plan import Plan
+from spanft.report import figures
+from spanft.report.cells import profile_line
+from spanft.report.context import ReportContext
+from spanft.report.paper import Paper, tidy_values
+from spanft.report.summary import flagged_lines, summary_lines
+from spanft.report.tables import all_tables
+from spanft.report.trivial import check_runs
 
 log = logging.getLogger("spanft")
 
 HEADLINE_STUDIES = ["glue", "backbones", "snli", "ner"]
 
 
-def write_reports(params: dict, runs_dir: str | Path, segmented_dir: str | Path, out_dir: str | Path, *,
-                  params_name: str = "params", paper_values: str | Path | None = None,
-                  corpus_record: str | Path | None = None) -> list[str]:
+def write_reports(plan: Plan, runs_dir: str | Path, segmented_dir: str | Path, out_dir: str | Path, *,
+                  paper_values: str | Path | None = None, corpus_record: str | Path | None = None) -> list[str]:
     """Write every report file under ``out_dir``; return their paths relative to it (index.md last).
 
     ``corpus_record``: the corpus stage's provenance file, shown in the summary (absent: "not recorded").
     """
-    from spanft.data.corpus import read_corpus_record
-    from spanft.fileio import check_output_location
-
     check_output_location(out_dir, inputs=[runs_dir, segmented_dir])  # before anything is read or written
     corpus = read_corpus_record(corpus_record) if corpus_record else None
-    files = build_reports(params, Path(runs_dir), Path(segmented_dir), params_name=params_name,
-                          paper_values=paper_values, corpus=corpus)
+    files = build_reports(plan, Path(runs_dir), Path(segmented_dir), paper_values=paper_values, corpus=corpus)
     _write_all(Path(out_dir), files)
     return list(files)
 
 
-def build_reports(params: dict, runs_dir: Path, segmented_dir: Path, *, params_name: str = "params",
-                  paper_values: str | Path | None = None, corpus: dict | None = None) -> dict[str, bytes]:
+def build_reports(plan: Plan, runs_dir: Path, segmented_dir: Path, *, paper_values: str | Path | None = None,
+                  corpus: dict | None = None) -> dict[str, bytes]:
     """Every report file's bytes by relative path, ``index.md`` last (nothing is written)."""
-    from spanft.report import figures
-    from spanft.report.context import ReportContext
-    from spanft.report.paper import Paper, tidy_values
-    from spanft.report.runs import Params
-    from spanft.report.tables import all_tables
-    from spanft.report.trivial import check_runs
-
-    checked = Params(params, params_name)
-    profile = checked.profile
+    profile = plan.profile_label
     paper = Paper.load(paper_values)
-    context = ReportContext(checked, runs_dir, segmented_dir, paper)
+    context = ReportContext(plan, runs_dir, segmented_dir, paper)
     files: dict[str, bytes] = {}
     tables = all_tables(context)
     for table in tables:
@@ -74,9 +69,9 @@ def build_reports(params: dict, runs_dir: Path, segmented_dir: Path, *, params_n
         files[f"{stem}.tex"] = table.latex(profile).encode()
     files["tables/verdicts.csv"] = _csv([v.record() for t in tables for v in t.verdicts], profile).encode()
     files["tables/paper_values.csv"] = figures.csv_text(tidy_values(paper)).encode()
-    files["figures/figure2.md"] = figures.figure2_markdown(checked, segmented_dir).encode()
-    spans = figures.spans_per_sentence(checked, segmented_dir)
-    scores = figures.dictsize_scores(checked, runs_dir)
+    files["figures/figure2.md"] = figures.figure2_markdown(plan, segmented_dir).encode()
+    spans = figures.spans_per_sentence(plan, segmented_dir)
+    scores = figures.dictsize_scores(plan, runs_dir)
     for number, rendered in ((3, figures.figure3(spans, profile)), (4, figures.figure4(scores, profile))):
         for fmt, data in rendered.items():
             files[f"figures/figure{number}.{fmt}"] = data
@@ -89,34 +84,26 @@ def build_reports(params: dict, runs_dir: Path, segmented_dir: Path, *, params_n
     return files
 
 
-def _read_dictsize_runs(context) -> None:
-    params = context.params
-    if not params.has_study("dictsize"):
-        return
-    seeds = params.seeds("dictsize")
-    for backbone in params.backbones("dictsize"):
-        for task in params.study_tasks("dictsize"):
-            for method in params.list_of("studies.dictsize.methods"):
-                for size in params.list_of("dict_sizes", int):
+def _read_dictsize_runs(context: ReportContext) -> None:
+    plan = context.plan
+    seeds = plan.studies["dictsize"].seeds
+    for backbone in plan.studies["dictsize"].backbones:
+        for task in plan.studies["dictsize"].tasks:
+            for method in plan.studies["dictsize"].methods:
+                for size in plan.dict_sizes:
                     context.runs("dictsize", backbone, task, f"{method}-{size}", seeds)
 
 
 def _csv(records: list[dict], profile: str) -> str:
-    import pandas as pd
-
-    from spanft.report.figures import csv_text
-
     frame = pd.DataFrame(records)
     frame.insert(0, "profile", profile)
     for column in ("table", "n_seeds", "resamples"):
         if column in frame.columns:
             frame[column] = frame[column].astype("Int64")
-    return csv_text(frame)
+    return figures.csv_text(frame)
 
 
 def _write_all(out_dir: Path, files: dict[str, bytes]) -> None:
-    from spanft.fileio import atomic_open
-
     index = out_dir / "index.md"
     if index.exists():
         index.unlink()  # until the last file is in place, the report does not look complete
@@ -129,20 +116,18 @@ def _write_all(out_dir: Path, files: dict[str, bytes]) -> None:
 # ------------------------------------------------------------------------------------------- metrics.json
 
 
-def headline_metrics(context) -> dict[str, Any]:
+def headline_metrics(context: ReportContext) -> dict[str, Any]:
     """Per study / backbone / task: mean dev main metric of baseline and sf over seeds, and sf - baseline;
     GLUE-style studies also get ``average`` (mean over their tasks)."""
-    params = context.params
-    result: dict[str, Any] = {"profile": params.profile}
+    plan = context.plan
+    result: dict[str, Any] = {"profile": plan.profile_label}
     for study in HEADLINE_STUDIES:
-        if not params.has_study(study):
-            continue
-        seeds = params.seeds(study)
+        seeds = plan.studies[study].seeds
         per_backbone = {}
-        for backbone in params.backbones(study):
+        for backbone in plan.studies[study].backbones:
             means = {task: [_mean_dev(context.runs(study, backbone, task, variant, seeds))
                             for variant in ("baseline", "sf")]
-                     for task in params.study_tasks(study)}
+                     for task in plan.studies[study].tasks}
             if study in ("glue", "backbones"):
                 means["average"] = [_mean([pair[i] for pair in means.values()]) for i in (0, 1)]
             per_backbone[backbone] = {key: _pair(*pair) for key, pair in means.items()}
@@ -192,9 +177,6 @@ _DESCRIPTIONS = {
 def index_markdown(profile: str, paths: list[str], tables: list = (), runs: list = (), checks: list = (),
                    corpus: dict | None = None) -> str:
     """The summary (profile, inputs, verdicts, flagged runs), then every report file."""
-    from spanft.report.cells import profile_line
-    from spanft.report.summary import flagged_lines, summary_lines
-
     lines = [profile_line(profile), "", *summary_lines(list(runs), list(tables), list(checks), corpus),
              "# Reports", ""]
     for path in sorted(paths):
@@ -203,58 +185,3 @@ def index_markdown(profile: str, paths: list[str], tables: list = (), runs: list
     lines += ["", "Every file is byte-identical for identical runs and segmented data, except Table 3's "
               "measured seconds.", "", *flagged_lines(list(checks))]
     return "\n".join(lines)
-
-
-# ------------------------------------------------------------------------------------------- GLUE submission
-
-
-def glue_submission(run_dir_of_backbone: str | Path, variant: str, out_zip: str | Path) -> dict[str, Path]:
-    """Zip GLUE leaderboard files from ``<runs>/<task>/<variant>/seed*/`` (one backbone of the glue study).
-
-    Per task, the seed with the best dev main metric (MNLI: matched) provides the test predictions
-    (MNLI also provides MNLI-mm and AX). Tasks without runs are skipped with a warning listing the missing
-    leaderboard files, and so are test splits the runs did not have (``metrics.json`` ``splits.absent``).
-    Returns {leaderboard stem: predictions TSV used}.
-    """
-    from spanft.data.registry import GLUE_TASKS, get_task
-    from spanft.report.runs import best_run, read_run
-    from spanft.report.submission import write_glue_submission
-
-    root = Path(run_dir_of_backbone)
-    if not root.is_dir():
-        raise SpanftError(f"{root}: runs directory not found")
-    predictions: dict[str, Path] = {}
-    skipped: dict[str, str] = {}
-    absent = []
-    for name in GLUE_TASKS:
-        seeds = _seeds_found(root / name / variant)
-        if not seeds:
-            absent.append(name)
-            continue
-        runs = [read_run(root / name / variant / f"seed{s}", "glue", root.name, name, variant, s) for s in seeds]
-        best = best_run(runs)
-        task = get_task(name)
-        log.info("glue-submission: %s: seed %d (dev %s %.4f)", name, best.seed, task.main_metric, best.dev_main())
-        for split in task.test_splits:
-            path = best.predictions(split)
-            stem = task.splits[split].submission_stem
-            if split in (best.get("splits") or {}).get("absent", []):
-                skipped[stem] = f"{task.name} {split} was absent from the task data (no test predictions)"
-            elif not path.is_file():
-                raise SpanftError(f"{path}: test predictions missing from the run")
-            else:
-                predictions[stem] = path
-    if not predictions and not skipped:
-        raise SpanftError(f"{root}: no GLUE runs of variant {variant!r} (expected <task>/{variant}/seed<N>/metrics.json)")
-    if absent:
-        log.warning("glue-submission: no %s runs under %s for %s", variant, root, ", ".join(absent))
-    write_glue_submission(predictions, out_zip, skipped, inputs=[root])
-    return predictions
-
-
-def _seeds_found(variant_dir: Path) -> list[int]:
-    seeds = []
-    for path in variant_dir.glob("seed*"):
-        if path.name[4:].isdigit() and (path / "metrics.json").is_file():
-            seeds.append(int(path.name[4:]))
-    return sorted(seeds)

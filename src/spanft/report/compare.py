@@ -19,7 +19,7 @@ import numpy as np
 from spanft.data.registry import TaskSpec
 from spanft.errors import SpanftError
 from spanft.report.bootstrap import MIN_RESAMPLES, BootstrapResult, paired_bootstrap
-from spanft.report.runs import Params, Run
+from spanft.report.runs import Run
 from spanft.report.stats import McNemarResult, aligned_predictions, mcnemar_test
 
 
@@ -47,15 +47,6 @@ class Comparisons:
         self.resamples = resamples
         self.seed = seed
         self._cache: dict[tuple, BootstrapResult] = {}
-
-    @classmethod
-    def from_params(cls, params: Params) -> Comparisons:
-        resamples = params.get("reports.bootstrap.resamples")
-        seed = params.get("reports.bootstrap.seed")
-        for key, value in (("resamples", resamples), ("seed", seed)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise SpanftError(f"{params.name}: reports.bootstrap.{key} must be an integer, found {value!r}")
-        return cls(resamples, seed)
 
     def column_seed(self, task: str, split: str) -> list[int]:
         return [self.seed, zlib.crc32(f"{task}/{split}".encode())]

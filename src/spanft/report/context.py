@@ -1,4 +1,4 @@
-"""What every table builder shares: the params, the runs and segmented directories, the paper's numbers, the
+"""What every table builder shares: the plan, the runs and segmented directories, the paper's numbers, the
 comparisons (McNemar, the two-level bootstrap) and the one place runs are looked up: :meth:`ReportContext.runs`
 loads a study's runs of one backbone, task and variant once and keeps them, so :meth:`ReportContext.all_runs`
 lists every run the report read. It also holds the row words the tables share: a backbone's label, whether
@@ -9,24 +9,22 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
-from spanft.report.cells import Table
+from spanft.params.plan import Plan
 from spanft.report.compare import Comparisons
 from spanft.report.paper import Paper, PaperTable
-from spanft.report.runs import Params, Run, load_runs
+from spanft.report.runs import Run, load_runs
 
 
 class ReportContext:
-    """The params, directories, paper and comparisons of one report, and its runs, each loaded once."""
+    """The plan, directories, paper and comparisons of one report, and its runs, each loaded once."""
 
-    def __init__(self, params: Params, runs_dir: Path, segmented_dir: Path, paper: Paper,
+    def __init__(self, plan: Plan, runs_dir: Path, segmented_dir: Path, paper: Paper,
                  comparisons: Comparisons | None = None):
-        self.params = params
+        self.plan = plan
         self.runs_dir = Path(runs_dir)
         self.segmented_dir = Path(segmented_dir)
         self.paper = paper
-        self.comparisons = comparisons or Comparisons.from_params(params)
+        self.comparisons = comparisons or Comparisons(plan.reports.bootstrap_resamples, plan.reports.bootstrap_seed)
         self._cache: dict[tuple, list[Run]] = {}
 
     def runs(self, study: str, backbone: str, task: str, variant: str, seeds: list[int]) -> list[Run]:
@@ -41,34 +39,28 @@ class ReportContext:
 
     @property
     def synthetic(self) -> bool:
-        """Synthetic task data (params ``data.source``; without it, the embedded profile): no verdict on the paper."""
-        source = self.params.optional("data.source")
-        return source == "synthetic" if source is not None else str(self.params.optional("profile")) == "embedded"
+        """Synthetic task data (params ``data.source``): no verdict on the paper."""
+        return self.plan.synthetic
 
     def backbone_label(self, backbone: str) -> str:
-        paper = self.params.paper_name(backbone)
+        paper = self.plan.paper_name(backbone)
         return backbone if paper == backbone else f"{backbone} (for {paper})"
 
     def paper_row(self, paper_table: PaperTable | None, backbone: str, method: str, stand_in: bool = False):
         """The paper's row for our backbone (or, with ``stand_in``, the table's first backbone when it has none)."""
         if paper_table is None:
             return None
-        name = self.params.paper_name(backbone)
+        name = self.plan.paper_name(backbone)
         if stand_in:
             name = paper_table.stand_in(name)
         return paper_table.find(name, method)
 
     def stand_in_words(self, paper_table: PaperTable, backbone: str, row) -> str:
         """Whose rows a paper number comes from: ours, another backbone's (ours has none), or unnamed."""
-        ours = self.params.paper_name(backbone)
+        ours = self.plan.paper_name(backbone)
         if row.backbone is None:
             return "backbone not named"
         if paper_table.find(ours, row.method) is row:
             return row.label.replace(" + SF", "") + " rows"
         return f"{row.label.replace(' + SF', '')} rows; the paper has none for {ours}"
 
-
-def missing_study(number: int, title: str, study: str) -> Table:
-    """The table of a study that params leave out: no rows, a note."""
-    empty = pd.DataFrame()
-    return Table(number, title, empty, empty, [f"Study `{study}` is not in params.studies: no runs."])

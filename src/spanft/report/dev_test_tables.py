@@ -24,7 +24,7 @@ from spanft.report.cells import (
     mean_sd,
     paper_cell,
 )
-from spanft.report.context import ReportContext, missing_study
+from spanft.report.context import ReportContext
 from spanft.report.methods import DEFAULT_ENCODER, Method, methods
 from spanft.report.paper import METRIC_NAMES, PaperTable
 from spanft.report.runs import Run, split_score, summarize
@@ -33,17 +33,13 @@ from spanft.report.verdict import Verdict
 
 def table5(context: ReportContext) -> Table:
     title = "SNLI accuracy, baseline and +SF."
-    if not context.params.has_study("snli"):
-        return missing_study(5, title, "snli")
     baseline, sf = methods(5)
     return dev_test_table(context, 5, title, "snli", "snli", "accuracy", [baseline, sf], [(baseline, sf)])
 
 
 def table7(context: ReportContext) -> Table:
     title = "Span encoders on SNLI (within-span / across-span pooling)."
-    if not context.params.has_study("snli"):
-        return missing_study(7, title, "snli")
-    listed = set(context.params.optional("studies.snli.encoders", []) or []) | {DEFAULT_ENCODER}
+    listed = set(context.plan.studies["snli"].encoders) | {DEFAULT_ENCODER}
     encoders = [m for m in methods(7) if m.key in listed]
     default = next(m for m in encoders if m.key == DEFAULT_ENCODER)
     pairs = [(other, default) for other in encoders if other is not default]
@@ -54,8 +50,6 @@ def table7(context: ReportContext) -> Table:
 
 def table8(context: ReportContext) -> Table:
     title = "CoNLL-2003 named entity recognition, entity-level F1, baseline and +SF."
-    if not context.params.has_study("ner"):
-        return missing_study(8, title, "ner")
     baseline, sf = methods(8)
     return dev_test_table(context, 8, title, "ner", "conll2003", "f1", [baseline, sf], [(baseline, sf)])
 
@@ -65,10 +59,10 @@ def dev_test_table(context: ReportContext, number: int, title: str, study: str, 
     """Rows per backbone: each method's dev and test scores, then each pair's gains; a verdict per pair."""
     spec = get_task(task)
     splits = {"dev": spec.eval_splits[0], "test": "test"}
-    seeds = context.params.seeds(study)
+    seeds = context.plan.studies[study].seeds
     paper_table = context.paper.table(number)
     rows, data, verdicts = [], [], []
-    for backbone in context.params.backbones(study):
+    for backbone in context.plan.studies[study].backbones:
         label = {"Backbone": context.backbone_label(backbone)}
         runs = {m.key: context.runs(m.study, backbone, task, m.variant, seeds) for m in table_methods}
         for method in table_methods:
@@ -106,7 +100,7 @@ def _method_row(context: ReportContext, label: dict, method: Method, runs: list[
         row |= {f"{name.capitalize()} {METRIC_NAMES[metric]}": mean_sd(summary),
                 f"{name.capitalize()} (paper)": paper_cell(paper),
                 f"{name.capitalize()}: ours − paper": difference(100 * summary.mean, paper)}
-        data.append({"backbone": backbone, "paper_backbone": context.params.paper_name(backbone),
+        data.append({"backbone": backbone, "paper_backbone": context.plan.paper_name(backbone),
                      "method": method.key, "variant": method.variant, "split": split, "metric": metric,
                      "statistic": "ours", "n_seeds": summary.n, "mean_pct": csv_number(summary.mean),
                      "sd_pct": csv_number(summary.sd), "paper_pct": csv_number(paper, 1.0),
@@ -126,7 +120,7 @@ def _pair_row(context: ReportContext, label: dict, first: Method, second: Method
         row |= {f"{name.capitalize()} {METRIC_NAMES[metric]}": ci_cell(result),
                 f"{name.capitalize()} (paper)": difference(paper, 0.0),
                 f"{name.capitalize()}: ours − paper": ""}
-        data.append({"backbone": backbone, "paper_backbone": context.params.paper_name(backbone),
+        data.append({"backbone": backbone, "paper_backbone": context.plan.paper_name(backbone),
                      "method": f"{second.key}-{first.key}", "split": split, "metric": metric,
                      "statistic": "gain", "paper_pct": csv_number(paper, 1.0), **gain_fields(result)})
     return row, data

@@ -16,13 +16,17 @@ import json
 import math
 from pathlib import Path
 
+import matplotlib as mpl
 import pandas as pd
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # a Figure drawn on its own canvas: no pyplot, no GUI
+from matplotlib.figure import Figure
 
 from spanft.data.registry import get_task
 from spanft.errors import SpanftError
-from spanft.params.studies import sweep_variant
+from spanft.params.plan import Plan
+from spanft.params.variants import sweep_variant
 from spanft.report.cells import profile_line
-from spanft.report.runs import Params, load_runs, summarize
+from spanft.report.runs import load_runs, summarize
 
 SPANS_SPLIT = "train"  # Figure 3's statistics: the largest split
 SEGMENTATIONS = [("ngram", "n-gram (main dictionary)"), ("random", "random"), ("chunker", "chunker")]
@@ -70,10 +74,10 @@ def _segmenter_label(directory: Path, label: str) -> str:
     return label
 
 
-def figure2_markdown(params: Params, segmented_dir: Path) -> str:
-    tasks = params.list_of("reports.figure2.tasks")
-    examples = int(params.get("reports.figure2.examples"))
-    lines = [profile_line(params.profile), "", "# Figure 2: segmentation examples", "",
+def figure2_markdown(plan: Plan, segmented_dir: Path) -> str:
+    tasks = plan.reports.figure2_tasks
+    examples = plan.reports.figure2_examples
+    lines = [profile_line(plan.profile_label), "", "# Figure 2: segmentation examples", "",
              "Dev sentences (the first by idx) with their word spans in brackets, per segmentation method.", ""]
     for name in tasks:
         task = get_task(name)
@@ -105,13 +109,11 @@ def figure2_markdown(params: Params, segmented_dir: Path) -> str:
 # ------------------------------------------------------------------------------------------- Figure 3
 
 
-def spans_per_sentence(params: Params, segmented_dir: Path) -> pd.DataFrame:
+def spans_per_sentence(plan: Plan, segmented_dir: Path) -> pd.DataFrame:
     """(task, dict_size, mean_spans) for the dictsize study's tasks; dict_size 0 = mean words."""
-    if not params.has_study("dictsize"):
-        return pd.DataFrame(columns=["task", "dict_size", "mean_spans"])
-    sizes = params.list_of("dict_sizes", int)
+    sizes = plan.dict_sizes
     rows = []
-    for task in params.study_tasks("dictsize"):
+    for task in plan.studies["dictsize"].tasks:
         words = math.nan
         for size in sizes:
             stats = _split_stats(segmented_dir / "sweep" / task / sweep_variant("ngram", size) / "segmentation.json")
@@ -144,17 +146,15 @@ def _sides_mean(stats: dict, prefix: str) -> float:
 # ------------------------------------------------------------------------------------------- Figure 4
 
 
-def dictsize_scores(params: Params, runs_dir: Path) -> pd.DataFrame:
+def dictsize_scores(plan: Plan, runs_dir: Path) -> pd.DataFrame:
     """(backbone, task, method, dict_size, score): dev main metric x 100, mean over seeds."""
     columns = ["backbone", "task", "method", "dict_size", "score"]
-    if not params.has_study("dictsize"):
-        return pd.DataFrame(columns=columns)
-    sizes = params.list_of("dict_sizes", int)
-    seeds = params.seeds("dictsize")
-    methods = params.list_of("studies.dictsize.methods")
+    sizes = plan.dict_sizes
+    seeds = plan.studies["dictsize"].seeds
+    methods = plan.studies["dictsize"].methods
     rows = []
-    for backbone in params.backbones("dictsize"):
-        for task in params.study_tasks("dictsize"):
+    for backbone in plan.studies["dictsize"].backbones:
+        for task in plan.studies["dictsize"].tasks:
             for method in methods:
                 for size in sizes:
                     runs = load_runs(runs_dir, "dictsize", backbone, task, sweep_variant(method, size), seeds)
@@ -168,12 +168,6 @@ def dictsize_scores(params: Params, runs_dir: Path) -> pd.DataFrame:
 
 
 def _new_figure(panels: int):
-    import matplotlib
-
-    matplotlib.use("Agg", force=False)
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     figure = Figure(figsize=(4.2 * max(panels, 1), 3.4), layout="constrained")
     FigureCanvasAgg(figure)
     axes = figure.subplots(1, max(panels, 1), squeeze=False)[0]
@@ -196,8 +190,6 @@ def _empty_panel(axis, text: str) -> None:
 
 
 def figure3(frame: pd.DataFrame, profile: str) -> dict[str, bytes]:
-    import matplotlib as mpl
-
     with mpl.rc_context(mpl.rcParamsDefault):
         figure, (axis,) = _new_figure(1)
         if frame.empty:

@@ -29,7 +29,7 @@ from spanft.report.cells import (
     paper_cell,
     pct,
 )
-from spanft.report.context import ReportContext, missing_study
+from spanft.report.context import ReportContext
 from spanft.report.methods import Method, methods
 from spanft.report.paper import (
     METRIC_NAMES,
@@ -81,15 +81,11 @@ def glue_columns(tasks: list[str], paper_table: PaperTable | None = None) -> lis
 
 def table1(context: ReportContext) -> Table:
     title = "GLUE dev results, baseline and span fine-tuning (+SF), per backbone."
-    if not context.params.has_study("glue"):
-        return missing_study(1, title, "glue")
     return glue_table(context, 1, title, "glue", methods(1), include_best=True)
 
 
 def table4(context: ReportContext) -> Table:
     title = "Other backbones (paper: SpanBERT-large, RoBERTa-large), baseline and +SF, GLUE dev."
-    if not context.params.has_study("backbones"):
-        return missing_study(4, title, "backbones")
     table = glue_table(context, 4, title, "backbones", methods(4), include_best=False)
     table.notes.insert(0, "Columns use the metric of the paper's Table 4 (QQP: accuracy, where Table 1 uses F1).")
     return table
@@ -97,8 +93,6 @@ def table4(context: ReportContext) -> Table:
 
 def table6(context: ReportContext) -> Table:
     title = "Ablation on GLUE dev: +CNN without segmentation, random, chunker and n-gram (+SF) segmentation."
-    if not context.params.has_study("ablation"):
-        return missing_study(6, title, "ablation")
     table = glue_table(context, 6, title, "ablation", methods(6), include_best=False)
     table.notes.insert(0, "Baseline and +SF rows are the glue study's runs of the same backbone, task and seed.")
     table.notes.insert(1, chunker_note(context))
@@ -113,14 +107,14 @@ def glue_table(context: ReportContext, number: int, title: str, study: str, tabl
 
     ``table_methods``: the first is the baseline the others are compared with; one has the key ``sf``.
     """
-    params = context.params
-    tasks = params.study_tasks(study)
-    seeds = params.seeds(study)
+    plan = context.plan
+    tasks = plan.studies[study].tasks
+    seeds = plan.studies[study].seeds
     paper_table = context.paper.table(number)
     columns = glue_columns(tasks, paper_table)
     baseline = table_methods[0]
     rows, data, verdicts = [], [], []
-    for backbone in params.backbones(study):
+    for backbone in plan.studies[study].backbones:
         label = {"Backbone": context.backbone_label(backbone)}
         runs = {m.key: {t: context.runs(m.study, backbone, t, m.variant, seeds) for t in tasks} for m in table_methods}
         for method in table_methods:
@@ -147,17 +141,16 @@ def training_caps(context: ReportContext, tasks: list[str]) -> list[str]:
     notes = []
     for task in tasks:
         for key, what in (("max_train_examples", "training set"), ("max_eval_examples", "dev and test sets")):
-            cap = context.params.optional(f"hparams.{task}.{key}")
+            cap = getattr(context.plan.hparams[task], key)
             if cap:
                 notes.append(f"{task}: {what} capped at the first {int(cap):,} examples (hparams.{task}.{key}).")
     return notes
 
 
 def chunker_note(context: ReportContext) -> str:
-    """Which tagger produced the chunker row: params ``chunker.source`` (else ``chunker.tagger``: '' = NLTK's
-    pretrained tagger), and what the segmented data recorded (the tagger's training data and POS accuracy)."""
-    tagger_file = context.params.optional("chunker.tagger")
-    source = context.params.optional("chunker.source") or ("synthetic" if tagger_file else "nltk")
+    """Which tagger produced the chunker row: params ``chunker.source`` and ``chunker.tagger``, and what the
+    segmented data recorded (the tagger's training data and POS accuracy)."""
+    tagger_file, source = context.plan.chunker.tagger, context.plan.chunker.source
     tagger = {
         "synthetic": "an NLTK PerceptronTagger trained here on the synthetic corpus's part-of-speech tags",
         "conll": "an NLTK PerceptronTagger trained here on CoNLL-2003 train's Penn Treebank POS tags",
@@ -171,7 +164,7 @@ def chunker_note(context: ReportContext) -> str:
 
 def _chunker_infos(context: ReportContext) -> list[dict]:
     infos = []
-    for task in context.params.study_tasks("ablation"):
+    for task in context.plan.studies["ablation"].tasks:
         path = context.segmented_dir / "chunker" / task / "segmentation.json"
         if path.is_file():
             try:
@@ -233,7 +226,7 @@ def _paper_rows(context: ReportContext, label: dict, method: Method, columns: li
     if not math.isnan(recomputed) and not math.isnan(printed) and abs(recomputed - printed) > 0.1 + 1e-9:
         average += f" (its columns: {recomputed:.1f})"
     cells[AVERAGE_LABELS["avg-paper-rule"]] = average
-    data = [{"backbone": backbone, "paper_backbone": context.params.paper_name(backbone), "method": method.key,
+    data = [{"backbone": backbone, "paper_backbone": context.plan.paper_name(backbone), "method": method.key,
              "study": "paper", "variant": method.variant, "column": "avg-paper-rule" if key == "avg" else key,
              "split": paper_table.split_of(key), "metric": paper_table.metric_of(key), "statistic": "paper",
              "paper_row": paper_row.label, "mean_pct": csv_number(paper_row.value(key), 1.0)}
@@ -254,7 +247,7 @@ def _gain_row(context: ReportContext, label: dict, method: Method, columns: list
     averages = _average_gains(columns, results)
     cells = {c.label: ci_cell(results[c.key]) for c in columns}
     cells |= {AVERAGE_LABELS[key]: ci_cell(result) for key, result in averages.items()}
-    data = [{"backbone": backbone, "paper_backbone": context.params.paper_name(backbone),
+    data = [{"backbone": backbone, "paper_backbone": context.plan.paper_name(backbone),
              "method": f"{method.key}-baseline", "study": method.study, "variant": method.variant, "column": key,
              "split": "dev", "statistic": "gain", **gain_fields(result)}
             for key, result in [*results.items(), *averages.items()]]
@@ -296,7 +289,7 @@ def _paper_gain(context: ReportContext, backbone: str, scope: list[Column], pape
 
 def _datum(context: ReportContext, backbone: str, method: Method, column: str, split: str, metric: str,
            summary: Summary, best: float, best_seed: int | None) -> dict:
-    return {"backbone": backbone, "paper_backbone": context.params.paper_name(backbone), "method": method.key,
+    return {"backbone": backbone, "paper_backbone": context.plan.paper_name(backbone), "method": method.key,
             "study": method.study, "variant": method.variant, "column": column, "split": split,
             "metric": metric, "statistic": "ours", "n_seeds": summary.n, "mean_pct": csv_number(summary.mean),
             "sd_pct": csv_number(summary.sd), "best_pct": csv_number(best), "best_seed": best_seed}

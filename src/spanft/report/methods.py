@@ -1,14 +1,31 @@
-"""Which runs are which row of which table: one plain data table, :data:`METHODS`, read by every table
-builder. A row names the table, the row label the table prints, the paper rows' method it is compared with
-(``key``), the study whose runs it reads and the run directory's variant name
-(``<runs>/<study>/<backbone>/<task>/<variant>/seed<N>/``). A table's rows keep the order listed here; the
-first is the arm the others are compared with. Tables 2 and 3 test and time Table 1's two arms; Table 7 shows
-the encoders of ``studies.snli.encoders`` and CNN-CNN, the default encoder (the snli study's sf runs).
+"""Which runs are which row of which table, derived from the variant table (:mod:`spanft.params.variants`).
+
+:data:`TABLE_GROUPS` names, per table, the ``dvc.yaml`` fine-tuning groups whose runs are its rows, in order
+(the first is the arm the others are compared with); a row's label, its paper method and where its runs
+live (``<runs>/<study>/<backbone>/<task>/<variant>/seed<N>/``) come from the group's row of the variant table.
+Tables 2 and 3 test and time Table 1's two arms. Table 7 shows one row per span encoder: CNN-CNN, the
+default encoder, is the snli study's sf runs, and every other one its ``sf-<encoder>`` runs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from spanft.params.variants import GROUPS, Variant
+
+DEFAULT_ENCODER = "cnn-cnn"  # Table 7's row every other encoder is compared with
+ENCODER_LABELS = {"cnn-max": "CNN-Max", "cnn-cnn": "CNN-CNN", "attention-max": "Attention-Max",
+                  "attention-attention": "Attention-Attention"}  # Table 7's rows, in the paper's order
+
+# table -> its groups, in row order; a (group, label) pair words the row for that table only
+TABLE_GROUPS: dict[int, tuple[str | tuple[str, str], ...]] = {
+    1: ("glue_baseline", "glue_sf"),
+    4: ("backbones_baseline", "backbones_sf"),
+    5: ("snli_baseline", "snli_sf"),
+    6: ("glue_baseline", "ablation_cnn_noseg", "ablation_random_seg", "ablation_chunker_seg",
+        ("glue_sf", "+SF (n-gram)")),
+    8: ("ner_baseline", "ner_sf"),
+}
 
 
 @dataclass(frozen=True)
@@ -21,30 +38,19 @@ class Method:
     variant: str
 
 
-# (table, row label, the paper rows' method, study, run-directory variant)
-METHOD_ROWS: tuple[tuple[int, str, str, str, str], ...] = (
-    (1, "baseline", "baseline", "glue", "baseline"),
-    (1, "+SF", "sf", "glue", "sf"),
-    (4, "baseline", "baseline", "backbones", "baseline"),
-    (4, "+SF", "sf", "backbones", "sf"),
-    (5, "baseline", "baseline", "snli", "baseline"),
-    (5, "+SF", "sf", "snli", "sf"),
-    (6, "baseline", "baseline", "glue", "baseline"),
-    (6, "+CNN (no segmentation)", "cnn-noseg", "ablation", "cnn-noseg"),
-    (6, "+random segmentation", "random-seg", "ablation", "random-seg"),
-    (6, "+chunker segmentation", "chunker-seg", "ablation", "chunker-seg"),
-    (6, "+SF (n-gram)", "sf", "glue", "sf"),
-    (7, "CNN-Max", "cnn-max", "snli", "sf-cnn-max"),
-    (7, "CNN-CNN", "cnn-cnn", "snli", "sf"),
-    (7, "Attention-Max", "attention-max", "snli", "sf-attention-max"),
-    (7, "Attention-Attention", "attention-attention", "snli", "sf-attention-attention"),
-    (8, "baseline", "baseline", "ner", "baseline"),
-    (8, "+SF", "sf", "ner", "sf"),
-)
-DEFAULT_ENCODER = "cnn-cnn"  # Table 7's row every other encoder is compared with
+def _method(variant: Variant, label: str | None = None) -> Method:
+    return Method(label or variant.label, variant.name, variant.study, variant.name)
+
+
+def _encoder(encoder: str) -> Method:
+    variant = GROUPS["snli_sf"] if encoder == DEFAULT_ENCODER else GROUPS["snli_sf_encoder"]
+    name = variant.run_name({"encoder": encoder})
+    return Method(ENCODER_LABELS[encoder], encoder, variant.study, name)
 
 
 def methods(table: int) -> list[Method]:
     """Table ``table``'s row groups, in order."""
-    return [Method(label, key, study, variant) for number, label, key, study, variant in METHOD_ROWS
-            if number == table]
+    if table == 7:
+        return [_encoder(encoder) for encoder in ENCODER_LABELS]
+    return [_method(GROUPS[entry]) if isinstance(entry, str) else _method(GROUPS[entry[0]], entry[1])
+            for entry in TABLE_GROUPS[table]]

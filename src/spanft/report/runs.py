@@ -1,6 +1,6 @@
 """The fine-tuning runs a report reads: where the params expect them, loading, best-run choice, mean ± sd.
 
-Run directories follow the layout of :mod:`spanft.params.studies`,
+Run directories follow the layout of :mod:`spanft.params.plan`,
 ``<runs>/<study>/<backbone>/<task>/<variant>/seed<N>/``, with ``metrics.json`` and ``predictions/<split>.tsv``.
 Only the runs the params plan are read; any other directory is ignored. A missing expected run is a
 SpanftError naming its path.
@@ -16,8 +16,7 @@ from typing import Any, Iterable
 
 from spanft.data.registry import TaskSpec, get_task
 from spanft.errors import SpanftError
-from spanft.params import studies
-from spanft.params.load import lookup
+from spanft.params.plan import run_dir
 
 _REQUIRED_KEYS = ("task", "main_metric", "metrics")
 
@@ -54,69 +53,9 @@ class Run:
         return self.summary.get(key, default)
 
 
-class Params:
-    """Typed access to the params dict, with errors naming the missing key."""
-
-    def __init__(self, tree: dict, name: str = "params"):
-        if not isinstance(tree, dict):
-            raise SpanftError(f"{name}: expected a mapping, found {type(tree).__name__}")
-        self.tree = tree
-        self.name = name
-
-    def get(self, dotted: str) -> Any:
-        return lookup(self.tree, dotted, self.name)
-
-    def optional(self, dotted: str, default: Any = None) -> Any:
-        try:
-            return self.get(dotted)
-        except SpanftError:
-            return default
-
-    def list_of(self, dotted: str, kind: type = str) -> list:
-        value = self.get(dotted)
-        if not isinstance(value, list) or not all(isinstance(item, kind) for item in value):
-            raise SpanftError(f"{self.name}: {dotted} must be a list of {kind.__name__}, found {value!r}")
-        return value
-
-    @property
-    def profile(self) -> str:
-        """The profile's name, with the data sources that contradict it (a profile line must not mislead)."""
-        name = str(self.get("profile"))
-        synthetic_profile = name == "embedded"
-        contradicting = [f"{key} {value}" for key in ("data.source", "corpus.source")
-                         if (value := self.optional(key)) is not None and (value == "synthetic") != synthetic_profile]
-        return f"{name} (edited: {', '.join(contradicting)})" if contradicting else name
-
-    def has_study(self, study: str) -> bool:
-        return isinstance(self.optional(f"studies.{study}"), dict)
-
-    def study_tasks(self, study: str) -> list[str]:
-        """The study's tasks (fixed for snli and ner), each checked against the registry."""
-        tasks = studies.study_tasks(self.tree, study, self.name)
-        for task in tasks:
-            try:
-                get_task(task)
-            except SpanftError as exc:
-                raise SpanftError(f"{self.name}: studies.{study}.tasks: {exc}") from None
-        return tasks
-
-    def seeds(self, study: str) -> list[int]:
-        return studies.study_seeds(self.tree, study, self.name)
-
-    def backbones(self, study: str) -> list[str]:
-        return studies.study_backbones(self.tree, study, self.name)
-
-    def paper_name(self, backbone: str) -> str:
-        """The paper backbone ours stands in for: ``reports.paper_names``, else its ``hub_id``, else itself."""
-        names = self.optional("reports.paper_names", {}) or {}
-        if backbone in names:
-            return str(names[backbone])
-        return str(self.optional(f"backbones.hub.{backbone}.hub_id", backbone))
-
-
 def load_run(runs_dir: Path, study: str, backbone: str, task: str, variant: str, seed: int) -> Run:
     """Read one expected run; a missing or malformed metrics.json is a SpanftError naming the path."""
-    return read_run(studies.run_dir(runs_dir, study, backbone, task, variant, seed), study, backbone, task, variant,
+    return read_run(run_dir(runs_dir, study, backbone, task, variant, seed), study, backbone, task, variant,
                     seed)
 
 

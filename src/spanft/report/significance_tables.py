@@ -23,7 +23,7 @@ from spanft.report.cells import (
     gain_fields,
     p_value_cell,
 )
-from spanft.report.context import ReportContext, missing_study
+from spanft.report.context import ReportContext
 from spanft.report.methods import methods
 from spanft.report.paper import METRIC_NAMES
 from spanft.report.runs import Run, best_run, summarize
@@ -67,15 +67,13 @@ def _arms(context: ReportContext, backbone: str, task: str, seeds: list[int]) ->
 def table2(context: ReportContext) -> Table:
     title = ("Significance of SF − baseline on the dev sets: McNemar's test of the best runs (the paper's "
              "test), McNemar per seed, and the two-level bootstrap over seeds and examples (the verdict's).")
-    params = context.params
-    if not params.has_study("glue"):
-        return missing_study(2, title, "glue")
-    wanted = params.optional("reports.mcnemar_tasks", []) or []
-    tasks = [task for task in params.study_tasks("glue") if task in wanted]
-    seeds = params.seeds("glue")
+    plan = context.plan
+    wanted = plan.reports.mcnemar_tasks
+    tasks = [task for task in plan.studies["glue"].tasks if task in wanted]
+    seeds = plan.studies["glue"].seeds
     paper_table = context.paper.table(2)
     rows, data, verdicts = [], [], []
-    for backbone in params.backbones("glue"):
+    for backbone in plan.studies["glue"].backbones:
         paper_row = context.paper_row(paper_table, backbone, "sf")
         results = []
         for task in tasks:
@@ -98,7 +96,7 @@ def _significance_row(context: ReportContext, backbone: str, task: str, seeds: l
     pairs = context.comparisons.seed_pairs(base_runs, sf_runs, split)
     bootstrap = context.comparisons.bootstrap(base_runs, sf_runs, split, base.spec.main_metric)
     paper = math.nan if paper_row is None else paper_row.value(task)
-    where = {"backbone": backbone, "paper_backbone": context.params.paper_name(backbone), "task": task,
+    where = {"backbone": backbone, "paper_backbone": context.plan.paper_name(backbone), "task": task,
              "split": split}
     row = {
         "Backbone": context.backbone_label(backbone), "Task": task, "Split": split,
@@ -150,15 +148,13 @@ def _side(favours: str) -> str:
 
 def table3(context: ReportContext) -> Table:
     title = "Cost of span fine-tuning: measured fine-tuning time and extra parameters."
-    params = context.params
-    if not params.has_study("glue"):
-        return missing_study(3, title, "glue")
-    seeds = params.seeds("glue")
+    plan = context.plan
+    seeds = plan.studies["glue"].seeds
     paper_extra = _paper_extra_parameters(context)
     rows, data, verdicts = [], [], []
-    for backbone in params.backbones("glue"):
+    for backbone in plan.studies["glue"].backbones:
         extras, ratios = [], []
-        for task in params.study_tasks("glue"):
+        for task in plan.studies["glue"].tasks:
             row, record = _cost_row(context, backbone, task, seeds, paper_extra)
             rows.append(row)
             data.append(record)
@@ -196,7 +192,7 @@ def _cost_row(context: ReportContext, backbone: str, task: str, seeds: list[int]
            "baseline s": fixed(base_s, 1), "+SF s": fixed(span_s, 1),
            "SF / baseline": fixed(ratio, 2), "device": devices,
            "extra params %": fixed(extra, 2), "extra params % (paper, text)": fixed(paper_extra, 2)}
-    record = {"backbone": backbone, "paper_backbone": context.params.paper_name(backbone), "task": task,
+    record = {"backbone": backbone, "paper_backbone": context.plan.paper_name(backbone), "task": task,
               "baseline_seconds": base_s, "sf_seconds": span_s, "ratio": ratio, "device": devices,
               "extra_parameters_percent": extra, "paper_extra_parameters_percent": csv_number(paper_extra, 1.0)}
     return row, record

@@ -6,6 +6,8 @@ contradiction for MNLI-m, MNLI-mm, AX); STS-B scores are clipped to [0, 5] and w
 The input TSVs are the trainer's ``predictions/<split>.tsv`` (header ``idx<TAB>gold<TAB>pred``, label names).
 A leaderboard file without predictions (the runs had no test split) is skipped and the log says which and
 why; the zip then holds the others, or none (an empty zip: the stage's output still exists).
+
+:func:`glue_submission` picks those TSVs from one backbone's glue-study runs: each task's best seed.
 """
 
 from __future__ import annotations
@@ -16,9 +18,10 @@ import zipfile
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from spanft.data.registry import TaskSpec, submission_splits
+from spanft.data.registry import GLUE_TASKS, TaskSpec, get_task, submission_splits
 from spanft.errors import SpanftError, where
 from spanft.fileio import atomic_path, read_text_lines
+from spanft.report.runs import best_run, read_run
 
 log = logging.getLogger("spanft")
 
@@ -124,3 +127,51 @@ def parse_pred_arguments(pairs: list[str]) -> tuple[dict[str, Path], dict[str, s
             continue
         result[stem] = Path(path)
     return result, skipped
+
+
+def glue_submission(run_dir_of_backbone: str | Path, variant: str, out_zip: str | Path) -> dict[str, Path]:
+    """Zip GLUE leaderboard files from ``<runs>/<task>/<variant>/seed*/`` (one backbone of the glue study).
+
+    Per task, the seed with the best dev main metric (MNLI: matched) provides the test predictions
+    (MNLI also provides MNLI-mm and AX). Tasks without runs are skipped with a warning listing the missing
+    leaderboard files, and so are test splits the runs did not have (``metrics.json`` ``splits.absent``).
+    Returns {leaderboard stem: predictions TSV used}.
+    """
+    root = Path(run_dir_of_backbone)
+    if not root.is_dir():
+        raise SpanftError(f"{root}: runs directory not found")
+    predictions: dict[str, Path] = {}
+    skipped: dict[str, str] = {}
+    absent = []
+    for name in GLUE_TASKS:
+        seeds = _seeds_found(root / name / variant)
+        if not seeds:
+            absent.append(name)
+            continue
+        runs = [read_run(root / name / variant / f"seed{s}", "glue", root.name, name, variant, s) for s in seeds]
+        best = best_run(runs)
+        task = get_task(name)
+        log.info("glue-submission: %s: seed %d (dev %s %.4f)", name, best.seed, task.main_metric, best.dev_main())
+        for split in task.test_splits:
+            path = best.predictions(split)
+            stem = task.splits[split].submission_stem
+            if split in (best.get("splits") or {}).get("absent", []):
+                skipped[stem] = f"{task.name} {split} was absent from the task data (no test predictions)"
+            elif not path.is_file():
+                raise SpanftError(f"{path}: test predictions missing from the run")
+            else:
+                predictions[stem] = path
+    if not predictions and not skipped:
+        raise SpanftError(f"{root}: no GLUE runs of variant {variant!r} (expected <task>/{variant}/seed<N>/metrics.json)")
+    if absent:
+        log.warning("glue-submission: no %s runs under %s for %s", variant, root, ", ".join(absent))
+    write_glue_submission(predictions, out_zip, skipped, inputs=[root])
+    return predictions
+
+
+def _seeds_found(variant_dir: Path) -> list[int]:
+    seeds = []
+    for path in variant_dir.glob("seed*"):
+        if path.name[4:].isdigit() and (path / "metrics.json").is_file():
+            seeds.append(int(path.name[4:]))
+    return sorted(seeds)
