@@ -940,7 +940,6 @@ def test_tables_7_and_8_judge_the_papers_dev_gain_not_its_test_gain(tree):
 
 
 def test_every_report_method_reads_a_variant_its_study_runs():
-    from spanft.params.plan import plan_from_tree
     from spanft.report.methods import methods
 
     params = copy.deepcopy(PARAMS)
