@@ -17,18 +17,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
-from transformers import (
-    BertConfig,
-    BertForMaskedLM,
-    BertModel,
-    DataCollatorForLanguageModeling,
-    RobertaConfig,
-    RobertaForMaskedLM,
-    RobertaModel,
-    Trainer,
-    TrainingArguments,
-    set_seed,
-)
+from transformers import BertConfig, RobertaConfig, set_seed
 
 from spanft.data.provenance import directory_digest, local_record, write_provenance
 from spanft.errors import SpanftError
@@ -129,6 +118,9 @@ def roberta_config(cfg: BackboneConfig, tokenizer):
 
 def _tokenizer_and_model_classes(corpus: Path, cfg: BackboneConfig):
     """The trained tokenizer, the model config, and the (base model, masked-LM model) classes of its family."""
+    # here: the modelling modules take seconds to import, which fetching or copying a backbone never needs
+    from transformers import BertForMaskedLM, BertModel, RobertaForMaskedLM, RobertaModel
+
     if cfg.tokenizer == "bpe":
         tokenizer = train_byte_level_bpe(corpus, cfg.vocab_size, cfg.vocab_lines)
         return tokenizer, roberta_config(cfg, tokenizer), RobertaModel, RobertaForMaskedLM
@@ -199,6 +191,9 @@ def _masked_positions_only(model):
 
 def mlm_pretrain(model, tokenizer, corpus: Path, cfg: BackboneConfig, workdir: Path) -> dict[str, float]:
     """Pre-train a masked-LM model (BERT or RoBERTa) for ``cfg.mlm_steps`` steps with the HF Trainer."""
+    # here: the Trainer (accelerate) takes seconds to import, which fetching or copying a backbone never needs
+    from transformers import DataCollatorForLanguageModeling, Trainer, TrainingArguments
+
     block_len = min(cfg.mlm_block_len, cfg.max_len)
     blocks = mlm_blocks(corpus, tokenizer, block_len, cfg.mlm_steps * cfg.mlm_batch_size)
     if not blocks:
