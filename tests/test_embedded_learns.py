@@ -16,7 +16,7 @@ import yaml
 from spanft.data.columns import SyntheticSizes
 from spanft.data.prepare import load_task, write_prepared
 from spanft.data.registry import get_task
-from spanft.model.backbone import BackboneConfig, make_backbone
+from spanft.model.build import BackboneConfig, make_backbone
 from spanft.report.runs import read_run
 from spanft.report.trivial import check_run
 from spanft.train.finetune import run_finetune

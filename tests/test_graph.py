@@ -169,7 +169,7 @@ def test_replacing_an_outside_file_changes_exactly_the_stages_that_read_it(tmp_p
     """Over the whole graph: a file outside the workspace changes the status of exactly the stages reading it."""
     if shutil.which("dvc") is None:
         pytest.skip("dvc is not installed")
-    from spanft.model.backbone import BackboneConfig, make_backbone
+    from spanft.model.build import BackboneConfig, make_backbone
 
     outside = tmp_path / "outside"
     wiki = outside / "wikitext" / "wiki.train.tokens"

@@ -176,7 +176,7 @@ COUNT_ROWS = st.lists(st.tuples(st.lists(st.sampled_from(["a", "b", "the cat", "
 @given(data=st.data(), size=st.integers(min_value=-1, max_value=6))
 def test_counts_and_dictionary_readers(data, size):
     from spanft.text.dictionary import build_dictionary
-    from spanft.text.segmentation import GreedySegmenter
+    from spanft.text.greedy import GreedySegmenter
 
     with tempfile.TemporaryDirectory() as tmp:
         counts = Path(tmp) / "counts.tsv"

@@ -156,7 +156,7 @@ def write_official_files(outside: Path) -> dict[str, Path]:
 
 
 def write_encoder(wiki: Path, out: Path) -> Path:
-    from spanft.model.backbone import BackboneConfig, make_backbone
+    from spanft.model.build import BackboneConfig, make_backbone
 
     make_backbone(wiki, out, BackboneConfig(vocab_size=120, hidden=16, layers=1, heads=2, intermediate=32,
                                             max_len=128, mlm_steps=0))

@@ -155,9 +155,10 @@ def test_function_level_imports_are_followed(tmp_path):
     script = tmp_path / "stage.py"
     script.write_text("def body():\n    from spanft.text.segmentation import make_segmenter\n", encoding="utf-8")
     files = {str(f.relative_to(ROOT)) for f in code_files(script) if f != script}
-    # make_segmenter imports the chunker only inside a function
+    # make_segmenter's module imports the greedy and random segmenters, the chunker and the word tokenizer
     assert {"src/spanft/__init__.py", "src/spanft/text/__init__.py", "src/spanft/text/segmentation.py",
-            "src/spanft/text/chunker.py", "src/spanft/text/words.py"} <= files
+            "src/spanft/text/chunker.py", "src/spanft/text/words.py", "src/spanft/text/greedy.py",
+            "src/spanft/text/random_spans.py"} <= files
 
 
 def test_only_built_backbones_read_the_corpus(stages):

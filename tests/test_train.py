@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from spanft.model.backbone import BackboneConfig, make_backbone
+from spanft.model.build import BackboneConfig, make_backbone
 from transformers import TrainerCallback
 
 from spanft.cli import main

@@ -101,7 +101,7 @@ def _drop_spans(frame):
 
 def warn_if_case_lost(frames: dict[str, Any], tokenizer, backbone: str) -> None:
     """Cased task data on an uncased backbone loses its case: a warning, not an error."""
-    from spanft.model.backbone import backbone_is_uncased
+    from spanft.model.loading import backbone_is_uncased  # here: it imports torch and transformers
 
     if not backbone_is_uncased(tokenizer):
         return
@@ -122,7 +122,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     from transformers import set_seed
     from transformers.trainer_utils import enable_full_determinism
 
-    from spanft.model.backbone import load_backbone
+    from spanft.model.loading import load_backbone
     from spanft.model.features import (
         FeatureConfig,
         SpanCollator,
