@@ -33,14 +33,23 @@ import time
 from pathlib import Path
 from typing import Any
 
+import torch
+from transformers import set_seed
+from transformers.trainer_utils import enable_full_determinism
+
+from spanft.data.prepare import read_prepared
+from spanft.data.provenance import directory_digest, local_record, read_provenance
 from spanft.data.registry import TaskSpec, get_task
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open, atomic_path, check_output
+from spanft.model.features import FeatureConfig, SpanCollator, encode_split
+from spanft.model.loading import backbone_is_uncased, load_backbone
+from spanft.model.span_model import SpanModel
 from spanft.train.checkpoints import (
+    ElapsedCallback,
     barrier,
     check_checkpoint_dir,
     clear_checkpoints,
-    ElapsedCallback,
     elapsed_seconds,
     prepare_checkpoint_dir,
 )
@@ -53,8 +62,6 @@ log = logging.getLogger("spanft")
 
 def load_splits(options: FinetuneOptions, task: TaskSpec) -> dict[str, Any]:
     """DataFrames of the train, eval and test splits, checked and cut to the example limits."""
-    from spanft.data.prepare import read_prepared
-
     data = Path(options.data)
     if not data.is_dir():
         raise SpanftError(f"--data {data}: task data directory not found")
@@ -101,8 +108,6 @@ def _drop_spans(frame):
 
 def warn_if_case_lost(frames: dict[str, Any], tokenizer, backbone: str) -> None:
     """Cased task data on an uncased backbone loses its case: a warning, not an error."""
-    from spanft.model.loading import backbone_is_uncased  # here: it imports torch and transformers
-
     if not backbone_is_uncased(tokenizer):
         return
     sample = frames[next(iter(frames))]["words_a"].head(200)
@@ -119,17 +124,6 @@ def write_predictions(path: Path, idx, gold: list[str], pred: list[str]) -> None
 
 def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     """Fine-tune, predict every eval/test split, write the run directory. Returns metrics.json's content."""
-    from transformers import set_seed
-    from transformers.trainer_utils import enable_full_determinism
-
-    from spanft.model.loading import load_backbone
-    from spanft.model.features import (
-        FeatureConfig,
-        SpanCollator,
-        encode_split,
-    )
-    from spanft.model.span_model import SpanModel
-
     options.validate()
     task = get_task(options.task)
     out = check_run_outputs(options)
@@ -151,8 +145,6 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
         truncation[split] = _as_dict(stats)
     if main:  # everything is read and checked: only now does the previous run stop looking complete
         _retire_previous_metrics(out)
-
-    import torch
 
     (enable_full_determinism if not torch.cuda.is_available() else set_seed)(options.seed)
     model = SpanModel(backbone, span_config)  # the new layers' initial weights depend on the seed
@@ -276,8 +268,6 @@ def _history(trainer) -> list[dict[str, float]]:
 
 
 def _device_name(processes: int = 1) -> str:
-    import torch
-
     each = " each" if processes > 1 else ""
     if torch.cuda.is_available():
         name = f"cuda ({torch.cuda.get_device_name(0)})"
@@ -320,8 +310,6 @@ def run_provenance(backbone: str, data: str | Path, model=None) -> dict:
     Directories written by the pipeline carry ``provenance.json``; anything else is identified here: a hub id
     by the commit transformers loaded, a directory by the digest of its content.
     """
-    from spanft.data.provenance import directory_digest, local_record, read_provenance
-
     path = Path(backbone)
     if path.is_dir():
         backbone_record = read_provenance(path) or local_record("local", path.resolve(), directory_digest(path))

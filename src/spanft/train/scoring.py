@@ -7,7 +7,9 @@ import math
 
 import numpy as np
 
+from spanft.data.metrics import compute_metrics
 from spanft.data.registry import TaskSpec
+from spanft.model.span_model import predictions_from_logits
 
 log = logging.getLogger("spanft")
 
@@ -33,9 +35,6 @@ def word_tag_predictions(logits: np.ndarray, token_labels: np.ndarray, word_coun
 
 def score_split(task: TaskSpec, frame, logits: np.ndarray, token_labels: np.ndarray | None):
     """``(metrics, gold strings, predicted strings)`` for one split; metrics empty when it is unlabeled."""
-    from spanft.data.metrics import compute_metrics
-    from spanft.model.span_model import predictions_from_logits
-
     if task.is_tagging:
         counts = [len(words) for words in frame["words_a"]]
         # spanft.features marks each word's first sub-token with a label >= 0 (0 in unlabeled examples)
