@@ -14,7 +14,7 @@ from scipy.stats import spearmanr
 from spanft.cli import main
 from spanft.data import corpus
 from spanft.data.corpus import write_synthetic_corpus, write_tagged_sentences
-from spanft.data.language import SyntheticLanguage, Token, language_for_seed
+from spanft.data.synthetic.language import SyntheticLanguage, Token, language_for_seed
 from spanft.errors import SpanftError
 
 # The Penn Treebank tag set, written out here independently of the module under test.

@@ -15,7 +15,7 @@ from typing import Iterable, Iterator
 import numpy as np
 from tqdm import tqdm
 
-from spanft.data.language import check_seed, language_for_seed
+from spanft.data.synthetic.language import check_seed, language_for_seed
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open, read_text_lines, require_file
 
