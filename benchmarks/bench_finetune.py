@@ -31,6 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import datasets
 import numpy as np
 import torch
 from transformers import (
@@ -116,8 +117,6 @@ def ours(task, frame, tokenizer, backbone, args_in: dict, variant: str, out: str
 
 def reference(task, frame, tokenizer, backbone, args_in: dict, out: str):
     """A plain Trainer with AutoModelForSequenceClassification and DataCollatorWithPadding."""
-    import datasets
-
     encoded = tokenizer(list(map(list, frame["words_a"])),
                         list(map(list, frame["words_b"])) if task.is_pair else None,
                         is_split_into_words=True, truncation=True, max_length=128)
