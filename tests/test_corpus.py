@@ -11,11 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.stats import spearmanr
 
+import spanft.data.provenance as provenance
 from spanft.cli import main
 from spanft.data import corpus
 from spanft.data.corpus import write_synthetic_corpus, write_tagged_sentences
-from spanft.data.language import SyntheticLanguage, Token, language_for_seed
+from spanft.data.synthetic.language import SyntheticLanguage, Token, language_for_seed
 from spanft.errors import SpanftError
+from spanft.report.summary import summary_lines
 
 # The Penn Treebank tag set, written out here independently of the module under test.
 PTB = set(
@@ -303,8 +305,6 @@ COMMITS = {None: "a" * 40, "v1.0": "b" * 40}  # the hub's answer per revision: m
 def test_hf_corpus_records_the_commit_of_the_revision_it_read(tmp_path, monkeypatch):
     # WikiText's revision (params corpus.hf_revision) resolved to its commit, recorded and reported.
     datasets = pytest.importorskip("datasets")
-    import spanft.data.provenance as provenance
-    from spanft.report.summary import summary_lines
 
     read = []
 

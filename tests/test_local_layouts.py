@@ -12,7 +12,7 @@ import pytest
 
 from spanft.cli import main
 from spanft.data.prepare import load_task, write_prepared
-from spanft.data.readers import read_local, to_iob2
+from spanft.data.local_readers import read_local, to_iob2
 from spanft.data.registry import OFFICIAL_FOLDERS, TASKS, get_task
 from spanft.errors import SpanftError
 

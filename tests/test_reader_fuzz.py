@@ -19,11 +19,15 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spanft.data.readers import read_local
+from spanft.data.corpus import write_local_corpus
+from spanft.data.local_readers import read_local
 from spanft.data.registry import TASKS, get_task
 from spanft.errors import SpanftError
 from spanft.params.load import load_params
 from spanft.params.schema import check_params, check_params_file
+from spanft.text.chunker import load_tagger, read_tagged_sentences
+from spanft.text.dictionary import build_dictionary
+from spanft.text.greedy import GreedySegmenter
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_local_layouts import folder, write_glue  # noqa: E402
@@ -159,8 +163,6 @@ def _text_file(data, path: Path) -> Path:
 @FUZZ
 @given(data=st.data())
 def test_wikitext_reader(data):
-    from spanft.data.corpus import write_local_corpus
-
     with tempfile.TemporaryDirectory() as tmp:
         source = _text_file(data, Path(tmp) / "wiki.train.tokens")
         one_line_or_nothing(lambda: write_local_corpus(source, Path(tmp) / "corpus.txt"))
@@ -175,9 +177,6 @@ COUNT_ROWS = st.lists(st.tuples(st.lists(st.sampled_from(["a", "b", "the cat", "
 @FUZZ
 @given(data=st.data(), size=st.integers(min_value=-1, max_value=6))
 def test_counts_and_dictionary_readers(data, size):
-    from spanft.text.dictionary import build_dictionary
-    from spanft.text.greedy import GreedySegmenter
-
     with tempfile.TemporaryDirectory() as tmp:
         counts = Path(tmp) / "counts.tsv"
         if data.draw(st.booleans()):
@@ -191,8 +190,6 @@ def test_counts_and_dictionary_readers(data, size):
 @FUZZ
 @given(data=st.data())
 def test_tagged_sentences_and_tagger_files(data):
-    from spanft.text.chunker import load_tagger, read_tagged_sentences
-
     with tempfile.TemporaryDirectory() as tmp:
         tagged = _text_file(data, Path(tmp) / "tagged.tsv")
         one_line_or_nothing(lambda: read_tagged_sentences(tagged))

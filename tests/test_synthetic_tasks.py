@@ -19,14 +19,16 @@ from spanft.cli import main
 from spanft.data.columns import SyntheticSizes
 from spanft.data.prepare import load_task
 from spanft.data.registry import TASKS, get_task
-from spanft.data.synthetic_tasks import NEGATORS, Lexicon, generate_split, synthetic_language
+from spanft.data.synthetic.cues import NEGATORS, CueVocabulary
+from spanft.data.synthetic.language import language_for_seed
+from spanft.data.synthetic.tasks import generate_split
 
 SMALL = SyntheticSizes(train=60, eval=30, test=20)
 
 
 @pytest.fixture(scope="module")
-def lex() -> Lexicon:
-    return Lexicon(synthetic_language(0))
+def lex() -> CueVocabulary:
+    return CueVocabulary(language_for_seed(0))
 
 
 @pytest.mark.parametrize("name", list(TASKS))
@@ -86,7 +88,7 @@ def test_prepare_task_synthetic_writes_parquet(tmp_path):
 # ------------------------------------------------------------------ label rules, checked by independent oracles
 
 
-def _count_polarity(lex: Lexicon, words: list[str], idioms: bool = True) -> tuple[int, int]:
+def _count_polarity(lex: CueVocabulary, words: list[str], idioms: bool = True) -> tuple[int, int]:
     """Oracle: words counted with Counter, idioms found by a regular expression over the space-joined text."""
     counts = Counter(w.lower() for w in words)
     text = " " + " ".join(w.lower() for w in words) + " "
@@ -108,8 +110,8 @@ def _contiguous_in(part: list[str], whole: list[str]) -> bool:
 @settings(max_examples=8, deadline=None)
 @given(st.integers(0, 10_000))
 def test_sst2_label_is_the_majority_polarity_of_the_words_and_of_words_with_idioms(seed):
-    lex = Lexicon(synthetic_language(0))
-    data = generate_split(get_task("sst2"), "train", 30, seed, synthetic_language(0))
+    lex = CueVocabulary(language_for_seed(0))
+    data = generate_split(get_task("sst2"), "train", 30, seed, language_for_seed(0))
     for words, label in zip(data.words_a, data.labels):
         for idioms in (False, True):  # single words alone decide; the idioms never overturn them
             neg, pos = _count_polarity(lex, words, idioms)
@@ -120,7 +122,7 @@ def test_sst2_label_is_the_majority_polarity_of_the_words_and_of_words_with_idio
 @given(st.integers(0, 10_000))
 def test_nli_hypotheses_follow_their_label(seed):
     task = get_task("mnli")
-    data = generate_split(task, "train", 30, seed, synthetic_language(0))
+    data = generate_split(task, "train", 30, seed, language_for_seed(0))
     for premise, hypothesis, label in zip(data.words_a, data.words_b, data.labels):
         body = hypothesis[:-1]
         kind = task.label_names[label]
@@ -135,7 +137,7 @@ def test_nli_hypotheses_follow_their_label(seed):
 
 def test_qnli_entailment_when_the_sentence_holds_an_answer_of_the_kind_asked():
     task = get_task("qnli")
-    data = generate_split(task, "train", 80, 3, synthetic_language(0))
+    data = generate_split(task, "train", 80, 3, language_for_seed(0))
     answers = {"when": r" in \d{4} ", "how many": r" (two|three|four|five|six|seven|eight|ten|twelve|twenty) times "}
     kinds = Counter()
     for question, sentence, label in zip(data.words_a, data.words_b, data.labels):
@@ -155,7 +157,7 @@ def _negated(first: list[str], second: list[str]) -> bool:
     return sum(w.lower() in NEGATORS for w in first) != sum(w.lower() in NEGATORS for w in second)
 
 
-def _synonym_changes_only(lex: Lexicon, first: list[str], second: list[str]) -> bool | None:
+def _synonym_changes_only(lex: CueVocabulary, first: list[str], second: list[str]) -> bool | None:
     """Whether every word that differs is a declared synonym (None: lengths differ, or a planted expression)."""
     planted = any(tuple(w.lower() for w in text[i : i + n]) in lex.mwe_set
                   for text in (first, second) for n in range(2, 6) for i in range(len(text)))
@@ -165,7 +167,7 @@ def _synonym_changes_only(lex: Lexicon, first: list[str], second: list[str]) -> 
 
 
 def test_mrpc_paraphrases_differ_by_synonyms_and_non_paraphrases_change_the_meaning(lex):
-    data = generate_split(get_task("mrpc"), "train", 240, 5, synthetic_language(0))
+    data = generate_split(get_task("mrpc"), "train", 240, 5, language_for_seed(0))
     checked = Counter()
     for first, second, label in zip(data.words_a, data.words_b, data.labels):
         same_meaning = _synonym_changes_only(lex, first, second)
@@ -179,7 +181,7 @@ def test_mrpc_paraphrases_differ_by_synonyms_and_non_paraphrases_change_the_mean
 
 
 def test_stsb_score_falls_with_negation_and_non_synonym_replacements(lex):
-    data = generate_split(get_task("stsb"), "train", 120, 2, synthetic_language(0))
+    data = generate_split(get_task("stsb"), "train", 120, 2, language_for_seed(0))
     for first, second, score in zip(data.words_a, data.words_b, data.labels):
         negated = _negated(first, second)
         assert score <= 3.0 if negated else score >= 2.0
@@ -195,7 +197,7 @@ def _doubled(words: list[str]) -> bool:
 
 def test_cola_unacceptable_sentences_double_a_word_else_lack_a_verb_or_break_agreement(lex):
     verbs = {w for tag, words in lex.words_by_tag.items() if tag.startswith("VB") or tag == "MD" for w in words}
-    data = generate_split(get_task("cola"), "train", 300, 4, synthetic_language(0))
+    data = generate_split(get_task("cola"), "train", 300, 4, language_for_seed(0))
     kinds = Counter()
     for words, label in zip(data.words_a, data.labels):
         has_verb = any(w.lower() in verbs for w in words)
@@ -213,7 +215,7 @@ def test_cola_unacceptable_sentences_double_a_word_else_lack_a_verb_or_break_agr
 
 def test_conll_tags_are_valid_iob2():
     task = get_task("conll2003")
-    data = generate_split(task, "train", 200, 0, synthetic_language(0))
+    data = generate_split(task, "train", 200, 0, language_for_seed(0))
     entities = 0
     for tags in data.labels:
         names = [task.label_names[t] for t in tags]

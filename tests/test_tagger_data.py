@@ -13,7 +13,7 @@ import nltk
 import pytest
 from sklearn.metrics import accuracy_score
 
-from spanft.data.readers import conll_pos_sentences
+from spanft.data.conll_pos import conll_pos_sentences
 from spanft.data.registry import get_task
 from spanft.data.tagger_data import check_tagger_source, make_tagger
 from spanft.errors import SpanftError

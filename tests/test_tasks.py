@@ -8,10 +8,13 @@ import math
 import datasets
 import pytest
 
+import spanft.data.provenance as provenance
 from spanft.cli import main
-from spanft.data.prepare import load_task
+from spanft.data.conll_pos import conll_pos_sentences
+from spanft.data.prepare import iter_task, load_task, prepare_task
 from spanft.data.registry import TASKS, get_task, submission_splits
 from spanft.errors import SpanftError
+from spanft.report.glue_tables import glue_columns
 
 # The label orders of the GLUE / SNLI / CoNLL-2003 releases (hub ClassLabel names), written out by hand.
 EXPECTED_LABELS = {
@@ -156,8 +159,6 @@ def test_hub_conll_maps_tags_by_name_and_uses_the_parquet_revision(monkeypatch):
 def test_conll_empty_sentences_are_boundaries_for_ner_and_pos_alike(monkeypatch, tmp_path, caplog):
     # One rule for a sentence without tokens: what -DOCSTART- and blank-line runs are in the files, skipped by
     # the NER and the POS reader, from the hub and from files alike (the hub NER reader used to stop on it).
-    from spanft.data.readers import conll_pos_sentences
-
     task = get_task("conll2003")
     loc, o, per = (task.label_names.index(tag) for tag in ("B-LOC", "O", "B-PER"))
     features = datasets.Features({"id": datasets.Value("string"), "tokens": datasets.Sequence(datasets.Value("string")),
@@ -235,8 +236,6 @@ def test_unknown_source():
 def test_mnli_matched_and_mismatched_are_told_apart(monkeypatch):
     # Each hub split holds its own sentences: swapping matched and mismatched anywhere (registry hub names,
     # the dev split that selects epochs, the table columns, the submission files) changes what lands where.
-    from spanft.report.glue_tables import glue_columns
-
     names, repo = EXPECTED_LABELS["mnli"], "nyu-mll/glue"
     tables = {(repo, "mnli", split): glue_pair([f"{split.replace('_', '')} premise ."], ["some hypothesis ."],
                                                [label], names, idx=[i])
@@ -289,8 +288,6 @@ def test_a_config_the_hub_repository_lacks_is_not_called_a_network_problem(monke
 
 
 def test_hub_revision_param_overrides_the_registry(monkeypatch):
-    from spanft.data.prepare import iter_task
-
     split = glue_pair(["A ."], ["B ."], [0], EXPECTED_LABELS["rte"], columns=("sentence1", "sentence2"))
     load, calls = fake_hub({("nyu-mll/glue", "rte", s): split for s in ("train", "validation", "test")})
     monkeypatch.setattr(datasets, "load_dataset", load)
@@ -299,9 +296,6 @@ def test_hub_revision_param_overrides_the_registry(monkeypatch):
 
 
 def test_prepared_hub_data_records_the_resolved_commit(monkeypatch, tmp_path):
-    import spanft.data.provenance as provenance
-    from spanft.data.prepare import prepare_task
-
     split = glue_pair(["A ."], ["B ."], [0], EXPECTED_LABELS["rte"], columns=("sentence1", "sentence2"))
     asked, read = [], []
     commits = {None: "a" * 40, "v1.0": "f" * 40}  # main and a tag resolve to different commits

@@ -6,6 +6,7 @@ single spaces (the WikiText ``.tokens`` convention).
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from dataclasses import dataclass
@@ -15,7 +16,9 @@ from typing import Iterable, Iterator
 import numpy as np
 from tqdm import tqdm
 
-from spanft.data.language import check_seed, language_for_seed
+from spanft.data.hub import settle_offline_mode
+from spanft.data.provenance import hub_record, local_record, paths_digest, read_record
+from spanft.data.synthetic.language import check_seed, language_for_seed
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open, read_text_lines, require_file
 
@@ -147,9 +150,9 @@ def write_hf_corpus(
 
     ``revision``: a branch, tag or commit of the dataset repository (None or '': its main branch).
     """
-    from spanft.data.hub import settle_offline_mode
-
     settle_offline_mode()
+    # Imported here, after settle_offline_mode: datasets reads the offline variables when first imported, and it
+    # takes seconds to import, which only the hub source should pay.
     import datasets
 
     revision = revision or None
@@ -213,10 +216,6 @@ def write_corpus(out: str | Path, tagged_out: str | Path | None = None, *, sourc
 
 def _write_record(record_out: str | Path, corpus: str | Path, source: str, **settings) -> None:
     """The corpus's provenance record: hub id and resolved commit, or path, and the written file's digest."""
-    import json
-
-    from spanft.data.provenance import hub_record, local_record, paths_digest
-
     digest = paths_digest([corpus])
     if source == "hf":
         record = hub_record(settings["hf_id"], settings["hf_revision"] or None, "dataset",
@@ -233,6 +232,4 @@ def _write_record(record_out: str | Path, corpus: str | Path, source: str, **set
 
 def read_corpus_record(path: str | Path) -> dict | None:
     """The corpus stage's provenance record (None when the file does not exist)."""
-    from spanft.data.provenance import read_record
-
     return read_record(Path(path), "corpus provenance file")

@@ -25,9 +25,11 @@ from typing import Iterable, Iterator, Mapping
 import pyarrow.parquet as pq
 
 from spanft.data.columns import SplitColumns, SyntheticSizes
+from spanft.data.hub_readers import hub_revision, iter_hub
+from spanft.data.local_readers import iter_local, local_files
 from spanft.data.provenance import PROVENANCE_FILE, hub_record, local_record, paths_digest, read_provenance
-from spanft.data.readers import hub_revision, iter_hub, iter_local, local_files
 from spanft.data.registry import TaskSpec, get_task
+from spanft.data.synthetic.tasks import iter_synthetic
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_path
 
@@ -55,8 +57,6 @@ def iter_task(
     if source == "hf":
         return iter_hub(task, revision)
     if source == "synthetic":
-        from spanft.data.synthetic_tasks import iter_synthetic
-
         return iter_synthetic(task, sizes or SyntheticSizes())
     raise SpanftError(f"unknown source {source!r}; valid sources: {', '.join(SOURCES)}")
 

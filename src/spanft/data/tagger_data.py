@@ -19,8 +19,9 @@ import logging
 import time
 from pathlib import Path
 
+from spanft.data.conll_pos import conll_pos_sentences
 from spanft.data.corpus import TAGGED_HELDOUT_STREAM, synthetic_tagged_sentences
-from spanft.data.readers import conll_pos_sentences, hub_revision
+from spanft.data.hub_readers import hub_revision
 from spanft.data.registry import get_task
 from spanft.data.tagger_sources import REAL_DATA_SOURCES, check_tagger_source
 from spanft.errors import SpanftError

@@ -1,0 +1,1 @@
+"""Synthetic data: an English-like language (its lexicon, grammar and sampler) and stand-ins for every task."""
