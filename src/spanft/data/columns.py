@@ -15,9 +15,11 @@ from __future__ import annotations
 import logging
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Sequence
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from spanft.data.registry import TaskSpec
 from spanft.errors import SpanftError
@@ -98,3 +100,11 @@ def check_score(task: TaskSpec, score: float, location: str) -> None:
     low, high = task.label_range or (-math.inf, math.inf)
     if not (low <= score <= high):
         raise SpanftError(f"{location}: score {score} is outside [{low}, {high}]")
+
+
+def read_prepared(path: str | Path):
+    """One prepared (or segmented) split as a pandas DataFrame; a one-line error when the file is missing."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpanftError(f"{path}: prepared split not found (run `spanft prepare-task` / `dvc repro`)")
+    return pq.read_table(path).to_pandas()

@@ -148,14 +148,6 @@ def prepare_task(
     return read_provenance(out_dir) or {}
 
 
-def read_prepared(path: str | Path):
-    """One prepared (or segmented) split as a pandas DataFrame; a one-line error when the file is missing."""
-    path = Path(path)
-    if not path.is_file():
-        raise SpanftError(f"{path}: prepared split not found (run `spanft prepare-task` / `dvc repro`)")
-    return pq.read_table(path).to_pandas()
-
-
 def describe(task: TaskSpec, splits: Mapping[str, SplitColumns] | Iterable[tuple[str, SplitColumns]]) -> dict:
     """The JSON summary of ``spanft describe``: examples per split, label names (null for regression)."""
     items = splits.items() if isinstance(splits, Mapping) else splits

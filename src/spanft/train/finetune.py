@@ -37,7 +37,7 @@ import torch
 from transformers import set_seed
 from transformers.trainer_utils import enable_full_determinism
 
-from spanft.data.prepare import read_prepared
+from spanft.data.columns import read_prepared
 from spanft.data.provenance import directory_digest, local_record, read_provenance
 from spanft.data.registry import TaskSpec, get_task
 from spanft.errors import SpanftError
