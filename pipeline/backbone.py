@@ -3,7 +3,7 @@
     python pipeline/backbone.py tiny data/backbones/tiny --corpus data/corpus/train.txt
     python pipeline/backbone.py bert-base data/backbones/bert-base
 
-Run by DVC with no arguments, it takes them from the stage's name (spanft.params.dvc_stage).
+Run by DVC with no arguments, it takes them from the stage's name (spanft.params.stage).
 """
 
 import argparse

@@ -3,7 +3,7 @@
     python pipeline/dictionary.py data/ngrams/counts.tsv data/dicts/main.tsv
     python pipeline/dictionary.py data/ngrams/counts.tsv data/dicts/size-20000.tsv --size 20000
 
-Run by DVC with no arguments, it takes them from the stage's name (spanft.params.dvc_stage).
+Run by DVC with no arguments, it takes them from the stage's name (spanft.params.stage).
 """
 
 import argparse

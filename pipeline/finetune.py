@@ -4,7 +4,7 @@
 
 The run's input, output and checkpoint directories follow from its key (spanft.params.plan).
 
-Run by DVC with no arguments, it takes them from the stage's name (spanft.params.dvc_stage).
+Run by DVC with no arguments, it takes them from the stage's name (spanft.params.stage).
 """
 
 import argparse

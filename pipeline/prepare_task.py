@@ -3,7 +3,7 @@
 
     python pipeline/prepare_task.py cola data/tasks/cola
 
-Run by DVC with no arguments, it takes them from the stage's name (spanft.params.dvc_stage).
+Run by DVC with no arguments, it takes them from the stage's name (spanft.params.stage).
 """
 
 import argparse

@@ -4,7 +4,7 @@
     python pipeline/segment.py ngram data/tasks/cola data/segmented/ngram/cola --dict data/dicts/main.tsv
     python pipeline/segment.py chunker data/tasks/cola data/segmented/chunker/cola
 
-Run by DVC with no arguments, it takes them from the stage's name (spanft.params.dvc_stage).
+Run by DVC with no arguments, it takes them from the stage's name (spanft.params.stage).
 """
 
 import argparse

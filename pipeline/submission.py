@@ -2,7 +2,7 @@
 
     python pipeline/submission.py tiny data/runs/glue/tiny data/submissions
 
-Run by DVC with no arguments, it takes them from the stage's name (spanft.params.dvc_stage).
+Run by DVC with no arguments, it takes them from the stage's name (spanft.params.stage).
 """
 
 import argparse

@@ -16,16 +16,16 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from spanft.model.build import BackboneConfig, make_backbone, mlm_blocks
-from spanft.model.features import FeatureConfig, encode_split
-from spanft.model.loading import backbone_is_uncased, load_backbone
-from spanft.model.vocabulary import BPE_SPECIAL_TOKENS
 
 from spanft.cli import build_parser, main
 from spanft.cli.model import backbone_spec
 from spanft.data.provenance import directory_digest, read_provenance
 from spanft.data.registry import get_task
 from spanft.errors import SpanftError
+from spanft.model.build import BackboneConfig, make_backbone, mlm_blocks
+from spanft.model.features import FeatureConfig, encode_split
+from spanft.model.loading import backbone_is_uncased, load_backbone
+from spanft.model.vocabulary import BPE_SPECIAL_TOKENS
 
 ROOT = Path(__file__).resolve().parents[1]
 TINY = dict(vocab_size=600, hidden=32, layers=1, heads=2, intermediate=64, max_len=64, mlm_batch_size=4)

@@ -8,6 +8,8 @@ import numpy as np
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from transformers import BertConfig, BertModel, TrainingArguments
+
 from spanft.model.features import (
     MEGA_BATCHES,
     LengthGroupedSampler,
@@ -16,8 +18,6 @@ from spanft.model.features import (
     length_grouped_order,
 )
 from spanft.model.span_model import SpanConfig, SpanModel
-from transformers import BertConfig, BertModel, TrainingArguments
-
 from spanft.train.trainer import SpanTrainer
 
 

@@ -8,7 +8,12 @@ import pytest
 
 from spanft.data.registry import get_task
 from spanft.errors import SpanftError
-from spanft.train.checkpoints import RUN_MARKER, check_checkpoint_dir, clear_checkpoints, prepare_checkpoint_dir
+from spanft.train.checkpoints import (
+    RUN_MARKER,
+    check_checkpoint_dir,
+    clear_checkpoints,
+    prepare_checkpoint_dir,
+)
 from spanft.train.options import FinetuneOptions
 
 

@@ -17,7 +17,7 @@ from spanft.data import corpus
 from spanft.data.corpus import write_synthetic_corpus, write_tagged_sentences
 from spanft.data.synthetic.language import SyntheticLanguage, Token, language_for_seed
 from spanft.errors import SpanftError
-from spanft.report.summary import summary_lines
+from spanft.report.build import summary_lines
 
 # The Penn Treebank tag set, written out here independently of the module under test.
 PTB = set(
@@ -317,7 +317,7 @@ def test_hf_corpus_records_the_commit_of_the_revision_it_read(tmp_path, monkeypa
     out, record_out = tmp_path / "train.txt", tmp_path / "provenance.json"
     corpus.write_corpus(out, source="hf", hf_id="Salesforce/wikitext", hf_config="wikitext-103-raw-v1",
                         hf_split="train", hf_revision="v1.0", record_out=record_out)
-    record = corpus.read_corpus_record(record_out)
+    record = provenance.read_corpus_record(record_out)
     print("corpus record:", record)
     assert read == ["v1.0"]
     assert record["revision"] == "b" * 40 and record["requested_revision"] == "v1.0"

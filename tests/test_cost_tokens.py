@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from spanft.model.features import length_grouped_order
 
 ROOT = Path(__file__).resolve().parents[1]

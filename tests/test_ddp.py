@@ -46,10 +46,9 @@ def _random_spans(words, rng: np.random.Generator) -> list[int]:
 @pytest.fixture(scope="module")
 def workspace(tmp_path_factory) -> Path:
     """Segmented sst2 and conll2003 data and a tiny backbone without dropout."""
-    from spanft.model.build import BackboneConfig, make_backbone
-
     from spanft.data.columns import SyntheticSizes
     from spanft.data.prepare import load_task, write_prepared
+    from spanft.model.build import BackboneConfig, make_backbone
 
     root = tmp_path_factory.mktemp("ddp")
     rng = np.random.default_rng(0)

@@ -22,7 +22,6 @@ from pathlib import Path
 import psutil
 import pytest
 import yaml
-
 from test_graph import ROOT, dvc, new_project, ran_stages, reduced_params
 
 SLURM_SCRIPT = ROOT / "scripts" / "slurm-one-node.sh"

@@ -13,6 +13,11 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
+from transformers import BertTokenizer, RobertaTokenizer
+
+from spanft.data.registry import get_task
+from spanft.errors import SpanftError
 from spanft.model.features import (
     IGNORE_INDEX,
     FeatureConfig,
@@ -20,11 +25,6 @@ from spanft.model.features import (
     TruncationStats,
     encode_split,
 )
-from tokenizers import Tokenizer, models, normalizers, pre_tokenizers, trainers
-from transformers import BertTokenizer, RobertaTokenizer
-
-from spanft.data.registry import get_task
-from spanft.errors import SpanftError
 
 # Words for the generated training text and the test sentences: multi-piece words, punctuation inside a
 # word (one word, several pre-tokens), accents, and words that map to zero sub-tokens ("", zero-width space).
@@ -403,8 +403,9 @@ def test_collator_float_labels():
 
 def test_collated_batch_runs_the_span_model(wordpiece):
     """End to end: encode_split -> SpanCollator -> SpanModel on a tiny random-init BERT."""
-    from spanft.model.span_model import SpanConfig, SpanModel
     from transformers import BertConfig, BertModel
+
+    from spanft.model.span_model import SpanConfig, SpanModel
 
     torch.manual_seed(0)
     backbone = BertModel(BertConfig(

@@ -145,10 +145,9 @@ def _random_spans(words, rng: np.random.Generator) -> list[int]:
 @pytest.fixture(scope="module")
 def task_workspace(tmp_path_factory) -> Path:
     """Segmented synthetic sst2 (enough training examples for an epoch to take a noticeable time) and a backbone."""
-    from spanft.model.build import BackboneConfig, make_backbone
-
     from spanft.data.columns import SyntheticSizes
     from spanft.data.prepare import load_task, write_prepared
+    from spanft.model.build import BackboneConfig, make_backbone
 
     root = tmp_path_factory.mktemp("finetune")
     write_prepared(load_task("sst2", "synthetic", sizes=SyntheticSizes(train=320, eval=40, test=20)), root / "prepared")

@@ -11,8 +11,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from spanft.cli import main
-from spanft.data.prepare import load_task, write_prepared
 from spanft.data.local_readers import read_local, to_iob2
+from spanft.data.prepare import load_task, write_prepared
 from spanft.data.registry import OFFICIAL_FOLDERS, TASKS, get_task
 from spanft.errors import SpanftError
 

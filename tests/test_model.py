@@ -10,6 +10,9 @@ import torch
 import torch.nn.functional as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
+
+from spanft.errors import SpanftError
 from spanft.model.span_model import (
     ENCODERS,
     HEADS,
@@ -23,9 +26,6 @@ from spanft.model.span_model import (
     segment_sum,
     token_span_ids,
 )
-from transformers import BertConfig, BertModel, RobertaConfig, RobertaModel
-
-from spanft.errors import SpanftError
 
 HIDDEN = 16
 

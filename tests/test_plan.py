@@ -16,9 +16,9 @@ from spanft.errors import SpanftError
 from spanft.params.dvc_yaml import finetune_section, section_in, write_finetune_section
 from spanft.params.hparams import HPARAM_FIELDS, HParams
 from spanft.params.load import load_params
-from spanft.params.plan import load_plan, plan_from_tree
-from spanft.params.variants import VARIANTS
-from spanft.train.options import SETTINGS_ORDER, VARIANTS as FINETUNE_VARIANTS, FinetuneOptions
+from spanft.params.plan import VARIANTS, load_plan, plan_from_tree
+from spanft.train.options import SETTINGS_ORDER, FinetuneOptions
+from spanft.train.options import VARIANTS as FINETUNE_VARIANTS
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = sorted(p.stem for p in (ROOT / "profiles").glob("*.yaml"))

@@ -7,7 +7,13 @@ import hashlib
 import pytest
 
 import spanft.data.provenance as provenance
-from spanft.data.provenance import directory_digest, hub_commit, paths_digest, read_provenance, write_provenance
+from spanft.data.provenance import (
+    directory_digest,
+    hub_commit,
+    paths_digest,
+    read_provenance,
+    write_provenance,
+)
 from spanft.errors import SpanftError
 
 

@@ -10,7 +10,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from spanft.text.greedy import GreedySegmenter
-from spanft.text.random_spans import RandomSegmenter, count_compositions, random_composition
+from spanft.text.random_spans import (
+    RandomSegmenter,
+    count_compositions,
+    random_composition,
+)
 
 VOCAB = ["a", "b", "c", "d", "A", "B"]
 word = st.sampled_from(VOCAB)

@@ -16,16 +16,16 @@ import pandas as pd
 import pytest
 from scipy.stats import binom, chi2
 
+from spanft.cli import build_parser
 from spanft.data.metrics import compute_metrics
 from spanft.data.registry import get_task
 from spanft.errors import SpanftError
-from spanft.cli import build_parser
 from spanft.params.load import load_params
 from spanft.params.plan import Plan, plan_from_tree
 from spanft.report.build import build_reports as _build_reports
 from spanft.report.build import write_reports as _write_reports
-from spanft.report.submission import glue_submission
 from spanft.report.runs import Run, best_run, summarize
+from spanft.report.submission import glue_submission
 
 SEEDS = [1, 2]
 GLUE_TASKS = ["cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli"]
@@ -940,7 +940,7 @@ def test_tables_7_and_8_judge_the_papers_dev_gain_not_its_test_gain(tree):
 
 
 def test_every_report_method_reads_a_variant_its_study_runs():
-    from spanft.report.methods import methods
+    from spanft.report.context import methods
 
     params = copy.deepcopy(PARAMS)
     params["studies"]["snli"]["encoders"] = ["cnn-max", "attention-max", "attention-attention"]

@@ -14,8 +14,12 @@ from spanft.cli import main
 from spanft.errors import SpanftError
 from spanft.text.greedy import GreedySegmenter
 from spanft.text.random_spans import RandomSegmenter
-from spanft.text.segmentation import format_spans, make_segmenter, read_segmentation_info, segment_task_dir
-
+from spanft.text.segmentation import (
+    format_spans,
+    make_segmenter,
+    read_segmentation_info,
+    segment_task_dir,
+)
 
 # ---- formatting and CLI -------------------------------------------------------------------------
 

@@ -20,8 +20,8 @@ from dvc.dependency.param import ParamsDependency
 from dvc.repo import Repo
 
 from spanft.errors import SpanftError
-from spanft.params.dvc_stage import GROUPS, stage_argv
 from spanft.params.plan import Plan, plan_from_tree
+from spanft.params.stage import GROUPS, stage_argv
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"

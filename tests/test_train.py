@@ -8,12 +8,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from spanft.model.build import BackboneConfig, make_backbone
 from transformers import TrainerCallback
 
 from spanft.cli import main
 from spanft.data.registry import get_task
 from spanft.errors import SpanftError
+from spanft.model.build import BackboneConfig, make_backbone
 from spanft.train.finetune import run_finetune
 from spanft.train.options import VARIANTS, FinetuneOptions
 from spanft.train.scoring import word_tag_predictions

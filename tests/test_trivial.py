@@ -10,7 +10,12 @@ import pytest
 
 from spanft.data.registry import get_task
 from spanft.report.runs import read_run
-from spanft.report.trivial import check_run, check_runs, constant_prediction, trivial_score
+from spanft.report.trivial import (
+    check_run,
+    check_runs,
+    constant_prediction,
+    trivial_score,
+)
 
 
 def test_trivial_scores_by_hand():

@@ -17,7 +17,7 @@ import numpy as np
 from tqdm import tqdm
 
 from spanft.data.hub import settle_offline_mode
-from spanft.data.provenance import hub_record, local_record, paths_digest, read_record
+from spanft.data.provenance import hub_record, local_record, paths_digest
 from spanft.data.synthetic.language import check_seed, language_for_seed
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open, read_text_lines, require_file
@@ -228,8 +228,3 @@ def _write_record(record_out: str | Path, corpus: str | Path, source: str, **set
     with atomic_open(record_out, inputs=[corpus]) as handle:
         json.dump(record, handle, indent=2, sort_keys=True)
         handle.write("\n")
-
-
-def read_corpus_record(path: str | Path) -> dict | None:
-    """The corpus stage's provenance record (None when the file does not exist)."""
-    return read_record(Path(path), "corpus provenance file")

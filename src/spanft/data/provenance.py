@@ -117,3 +117,8 @@ def read_record(path: Path, what: str) -> dict | None:
     if not isinstance(record, dict) or "source" not in record:
         raise SpanftError(f"{path}: not a provenance record (expected an object with 'source')")
     return record
+
+
+def read_corpus_record(path: str | Path) -> dict | None:
+    """The corpus stage's provenance record (None when the file does not exist)."""
+    return read_record(Path(path), "corpus provenance file")

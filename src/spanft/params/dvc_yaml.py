@@ -1,7 +1,7 @@
 """``dvc.yaml``'s fine-tuning section, generated from the variant table (``spanft dvc-yaml`` writes it).
 
 The section between the two marker lines is this module's output and nothing else; ``tests/test_plan.py``
-holds ``dvc.yaml`` equal to it, so a variant added to :data:`spanft.params.variants.VARIANTS` is one
+holds ``dvc.yaml`` equal to it, so a variant added to :data:`spanft.params.plan.VARIANTS` is one
 ``spanft dvc-yaml`` away from its stages. Each group is a matrix over the study's params lists, so DVC
 itself expands the studies of ``params.yaml`` (``dvc exp run -S`` works), and every group runs the same
 fixed command: ``pipeline/finetune.py`` finds its run from the stage's name.
@@ -12,9 +12,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from spanft.errors import SpanftError
-from spanft.params.variants import FIXED_TASKS, VARIANTS, Variant
+from spanft.params.plan import VARIANTS, Variant
+from spanft.params.schema import FIXED_TASKS
 
-BEGIN = "  # >>> fine-tuning groups, generated from spanft/params/variants.py by `spanft dvc-yaml`: do not edit"
+BEGIN = "  # >>> fine-tuning groups, generated from spanft/params/plan.py by `spanft dvc-yaml`: do not edit"
 END = "  # <<< fine-tuning groups"
 
 # The code every fine-tuning stage runs (tests/test_stage_deps.py checks it against the imports).

@@ -2,9 +2,18 @@
 
 :func:`load_plan` is the one place params are read: it runs the schema check (:mod:`spanft.params.schema`),
 whose errors name the file, and returns a :class:`Plan`. Past that point nothing names the file again.
-The plan's studies expand through the variant table (:mod:`spanft.params.variants`) into :class:`PlannedRun`
-records: what each fine-tuning run reads and where it writes,
-``data/runs/<study>/<backbone>/<task>/<variant>/seed<N>/``.
+The plan's studies expand through the variant table, :data:`VARIANTS`, into :class:`PlannedRun` records:
+what each fine-tuning run reads and where it writes, ``data/runs/<study>/<backbone>/<task>/<variant>/seed<N>/``.
+
+The variant table has one row per ``dvc.yaml`` fine-tuning group. The studies are the paper's comparisons:
+
+- ``glue`` (Tables 1-3, the GLUE submission), ``backbones`` (Table 4), ``ner`` (Table 8): baseline and sf;
+- ``snli`` (Tables 5 and 7): baseline, sf, and sf with each other span encoder (``sf-<encoder>``);
+- ``ablation`` (Table 6): cnn-noseg, random-seg and chunker-seg (its baseline and sf rows are glue's runs);
+- ``dictsize`` (Figure 4): the span-only head on ``<method>-<size>`` spans, every method x ``dict_sizes``.
+
+The planned runs, the stage scripts' arguments (:mod:`spanft.params.stage`), ``dvc.yaml``'s fine-tuning
+section (:mod:`spanft.params.dvc_yaml`) and the report's rows (:mod:`spanft.report.context`) all read it.
 """
 
 from __future__ import annotations
@@ -17,18 +26,80 @@ from typing import Any
 from spanft.errors import SpanftError
 from spanft.params.cluster import ClusterSettings, settings_from_params
 from spanft.params.hparams import HParams, checked_hparams
-from spanft.params.schema import check_params_file
-from spanft.params.variants import (
-    BACKBONES_DIR,
-    CHECKPOINTS_DIR,
-    FIXED_TASKS,
-    RUNS_DIR,
-    STUDIES,
-    Variant,
-    study_variants,
-)
+from spanft.params.schema import FIXED_TASKS, check_params_file
 
 PARAMS_FILE = "params.yaml"  # DVC runs every stage at the project root
+
+# ---------------------------------------------------------------------------------------------- the variant table
+
+RUNS_DIR = "data/runs"
+BACKBONES_DIR = "data/backbones"
+TASKS_DIR = "data/tasks"
+SEGMENTED_DIR = "data/segmented"
+CHECKPOINTS_DIR = "data/checkpoints"
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One kind of run of a study: a ``dvc.yaml`` group, its run directory's name, model and input."""
+
+    group: str  # the dvc.yaml stage group
+    study: str
+    name: str  # the run directory's name; {encoder}, {method} and {size} are the member's values
+    finetune: str  # FinetuneOptions.variant: baseline | sf | cnn-noseg | random-seg | chunker-seg
+    input: str  # tasks (prepared) | ngram, random, chunker (segmented) | sweep (segmented/sweep/<method>-<size>)
+    label: str  # the report's row label
+    head: str | None = None
+    axes: tuple[str, ...] = ()  # matrix axes between task and seed, in dvc.yaml's order
+
+    def run_name(self, member: dict) -> str:
+        return self.name.format(**member)
+
+    def encoder(self, member: dict) -> str | None:
+        return member.get("encoder")
+
+    def data(self, task: str, member: dict) -> str:
+        """The run's input directory, relative to the project root."""
+        if self.input == "tasks":
+            return f"{TASKS_DIR}/{task}"
+        if self.input == "sweep":
+            return f"{SEGMENTED_DIR}/sweep/{task}/{member['method']}-{member['size']}"
+        return f"{SEGMENTED_DIR}/{self.input}/{task}"
+
+
+VARIANTS: tuple[Variant, ...] = (
+    Variant("glue_baseline", "glue", "baseline", "baseline", "tasks", "baseline"),
+    Variant("glue_sf", "glue", "sf", "sf", "ngram", "+SF"),
+    Variant("backbones_baseline", "backbones", "baseline", "baseline", "tasks", "baseline"),
+    Variant("backbones_sf", "backbones", "sf", "sf", "ngram", "+SF"),
+    Variant("snli_baseline", "snli", "baseline", "baseline", "tasks", "baseline"),
+    Variant("snli_sf", "snli", "sf", "sf", "ngram", "+SF"),
+    Variant("snli_sf_encoder", "snli", "sf-{encoder}", "sf", "ngram", "{encoder}", axes=("encoder",)),
+    Variant("ablation_cnn_noseg", "ablation", "cnn-noseg", "cnn-noseg", "tasks", "+CNN (no segmentation)"),
+    Variant("ablation_random_seg", "ablation", "random-seg", "random-seg", "random",
+            "+random segmentation"),
+    Variant("ablation_chunker_seg", "ablation", "chunker-seg", "chunker-seg", "chunker",
+            "+chunker segmentation"),
+    Variant("ner_baseline", "ner", "baseline", "baseline", "tasks", "baseline"),
+    Variant("ner_sf", "ner", "sf", "sf", "ngram", "+SF"),
+    Variant("dictsize_spanonly", "dictsize", "{method}-{size}", "sf", "sweep", "{method}-{size}", head="span-only",
+            axes=("size", "method")),
+)
+
+STUDIES: tuple[str, ...] = tuple(dict.fromkeys(v.study for v in VARIANTS))
+GROUPS: dict[str, Variant] = {v.group: v for v in VARIANTS}
+
+
+def study_variants(study: str) -> list[Variant]:
+    return [v for v in VARIANTS if v.study == study]
+
+
+def sweep_variant(method: str, size: int) -> str:
+    """The dictsize study's variant (and sweep directory) name: segmentation method and dictionary size."""
+    return GROUPS["dictsize_spanonly"].run_name({"method": method, "size": size})
+
+
+# ---------------------------------------------------------------------------------------------- params, typed
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ from pathlib import Path
 
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open
-
 from spanft.params.schema import check_params_file
 
 log = logging.getLogger("spanft")

@@ -21,12 +21,15 @@ from spanft.params import ids
 from spanft.params.cluster import settings_from_params
 from spanft.params.hparams import HPARAM_FIELDS, hparam_problem
 from spanft.params.load import load_params
-from spanft.params.variants import ENCODERS, SEGMENTATION_METHODS
 
 log = logging.getLogger("spanft")
 
 _INT, _FLOAT, _STR, _BOOL = int, float, str, bool
 
+
+ENCODERS = ("cnn-max", "attention-max", "attention-attention")  # the snli study's other span encoders
+SEGMENTATION_METHODS = ("ngram", "random")  # the dictsize study's segmentations
+FIXED_TASKS = {"snli": ("snli",), "ner": ("conll2003",)}  # studies of one task name no tasks list
 
 _HPARAMS = {name: spec.metadata["kind"] for name, spec in HPARAM_FIELDS.items()}  # one definition: HParams
 _OPTIONAL_HPARAMS = {name for name, spec in HPARAM_FIELDS.items() if spec.metadata["optional"]}
@@ -333,7 +336,7 @@ def _check_references(tree: dict, path) -> None:
             if name not in backbones:
                 raise SpanftError(f"{path}: studies.{study}.backbones: {name!r} is not defined under backbones "
                                   f"(defined: {', '.join(backbones)})")
-        study_tasks = spec.get("tasks", {"snli": ["snli"], "ner": ["conll2003"]}.get(study, []))
+        study_tasks = spec.get("tasks", FIXED_TASKS.get(study, []))
         if not spec["backbones"]:  # a study left out of a profile: it fine-tunes nothing
             continue
         for task in study_tasks:

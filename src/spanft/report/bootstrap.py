@@ -36,6 +36,7 @@ from dataclasses import dataclass, field, replace
 from typing import Sequence
 
 import numpy as np
+from seqeval.metrics.sequence_labeling import get_entities
 
 from spanft.data.registry import TaskSpec
 from spanft.errors import SpanftError
@@ -103,8 +104,6 @@ def example_statistics(task: TaskSpec, metric: str, gold: Sequence, pred: Sequen
 
 
 def _entity_counts(task: TaskSpec, gold: Sequence, pred: Sequence) -> np.ndarray:
-    from seqeval.metrics.sequence_labeling import get_entities
-
     names = task.label_names
     rows = []
     for gold_row, pred_row in zip(gold, pred):

@@ -1,18 +1,33 @@
-"""Report stage: every table and figure of the paper from the fine-tuning runs, and GLUE leaderboard zips.
+"""Report stage: every table and figure of the paper from the fine-tuning runs.
 
 The report stage (``spanft report``) writes, under ``reports/``:
 
-- ``tables/table{1..8}.{md,csv,tex}`` (:mod:`spanft.report.tables`), ``tables/verdicts.csv`` (every verdict
-  line as data) and ``tables/paper_values.csv`` (every number the paper prints, :mod:`spanft.report.paper`),
+- ``tables/table{1..8}.{md,csv,tex}``, ``tables/verdicts.csv`` (every verdict line as data) and
+  ``tables/paper_values.csv`` (every number the paper prints, :mod:`spanft.report.paper`),
 - ``figures/figure2.md``, ``figures/figure{3,4}.{png,pdf}`` (:mod:`spanft.report.figures`),
 - ``metrics.json`` (DVC metrics: headline dev scores), ``plots/spans_per_sentence.csv``,
-  ``plots/dictsize_score.csv`` (DVC plots), and ``index.md``, written last: a one-screen summary (inputs,
-  verdicts, runs no better than a constant predictor, :mod:`spanft.report.summary`), then every file.
+  ``plots/dictsize_score.csv`` (DVC plots), and ``index.md``, written last: a one-screen summary (profile,
+  inputs, each table's verdict, runs no better than a constant predictor), then every file.
+
+Tables 1-8: scores are shown in percent (metric x 100), one decimal, as the paper prints them; "mean ± sd" is
+the mean and the sample standard deviation (ddof = 1) over seeds (the sd is left out with a single seed). The
+CSVs hold the same numbers unrounded (6 decimals) with one row per cell. Like with like: our runs are scored
+on dev. A paper number is labelled with its split; a difference "ours − paper" is shown only where the splits
+match (the dev and test columns of Tables 5-8, Table 6's dev average). GLUE averages are shown two ways: ours
+(one column per task, MNLI matched) and the paper's rule (nine columns: MNLI-m and MNLI-mm separately, no
+WNLI). Each table ends with the paper's table as printed and footnotes on its inconsistencies, and with
+verdict lines (:mod:`spanft.report.verdict`) computed from the runs' predictions. The builders are
+:mod:`spanft.report.glue_tables` (1, 4, 6), :mod:`spanft.report.significance_tables` (2, 3) and
+:mod:`spanft.report.dev_test_tables` (5, 7, 8), on a shared :class:`~spanft.report.context.ReportContext`.
+
+The summary's inputs come from each run's ``metrics.json`` ``inputs`` block (``{"backbone": {...}, "data":
+{...}}``, written by fine-tuning: where the backbone and the task data came from, with a revision or a digest);
+runs without one show "not recorded". The corpus (WikiText's hub commit, or a path or the synthetic language,
+and the corpus file's digest) comes from the corpus stage's record.
 
 Everything is computed before anything is written, each file is written atomically, and ``index.md`` is
 removed first and written last, so an interrupted report never looks complete. Outputs are byte-identical
 for identical inputs, except Table 3's measured seconds.
-
 """
 
 from __future__ import annotations
@@ -21,20 +36,25 @@ import json
 import logging
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
-from spanft.data.corpus import read_corpus_record
+from spanft.data.provenance import read_corpus_record
 from spanft.fileio import atomic_open, check_output_location
 from spanft.params.plan import Plan
-from spanft.report import figures
-from spanft.report.cells import profile_line
+from spanft.report import dev_test_tables, figures, glue_tables, significance_tables
+from spanft.report.cells import NO_VALUE, Table, has_dash, profile_line
 from spanft.report.context import ReportContext
-from spanft.report.paper import Paper, tidy_values
-from spanft.report.summary import flagged_lines, summary_lines
-from spanft.report.tables import all_tables
-from spanft.report.trivial import check_runs
+from spanft.report.paper import (
+    Paper,
+    footnotes,
+    printed_table,
+    split_words,
+    tidy_values,
+)
+from spanft.report.runs import Run
+from spanft.report.trivial import RunCheck, check_runs
 
 log = logging.getLogger("spanft")
 
@@ -82,6 +102,33 @@ def build_reports(plan: Plan, runs_dir: Path, segmented_dir: Path, *, paper_valu
     checks = check_runs(context.all_runs())
     files["index.md"] = index_markdown(profile, list(files), tables, context.all_runs(), checks, corpus).encode()
     return files
+
+
+# ------------------------------------------------------------------------------------------- tables
+
+
+BUILDERS: tuple[Callable[[ReportContext], Table], ...] = (
+    glue_tables.table1, significance_tables.table2, significance_tables.table3, glue_tables.table4,
+    dev_test_tables.table5, glue_tables.table6, dev_test_tables.table7, dev_test_tables.table8,
+)
+
+
+def all_tables(context: ReportContext) -> list[Table]:
+    """Tables 1-8, each followed by the paper's table as printed."""
+    return [with_paper(build(context), context.paper) for build in BUILDERS]
+
+
+def with_paper(table: Table, paper: Paper) -> Table:
+    """``table`` with the paper's table of the same number, its split and its footnotes appended."""
+    paper_table = paper.table(table.number)
+    if paper_table is not None:
+        split = " and ".join(split_words(s, paper_table.is_glue) for s in paper_table.splits)
+        table.paper_heading = f"The paper's Table {table.number} as printed — {paper_table.caption}. Split: {split}."
+        table.paper_display = printed_table(paper_table)
+        table.paper_notes = footnotes(paper, table.number)
+        if has_dash(table.paper_display) and NO_VALUE not in table.notes:
+            table.notes.append(NO_VALUE)
+    return table
 
 
 def _read_dictsize_runs(context: ReportContext) -> None:
@@ -185,3 +232,85 @@ def index_markdown(profile: str, paths: list[str], tables: list = (), runs: list
     lines += ["", "Every file is byte-identical for identical runs and segmented data, except Table 3's "
               "measured seconds.", "", *flagged_lines(list(checks))]
     return "\n".join(lines)
+
+# -------------------------------------------------------------------------------- index.md summary
+
+
+NOT_RECORDED = "not recorded"
+FIELD_ORDER = ("source", "id_or_path", "revision", "digest")
+DIGEST_CHARS = 12
+FLAGS_SHOWN = 8
+
+
+def summary_lines(runs: list[Run], tables: list, checks: list[RunCheck], corpus: dict | None = None) -> list[str]:
+    """Markdown lines: inputs, verdicts per table, and the flagged runs (the first few); the profile line
+    comes first in every report."""
+    lines = ["# Summary", "", f"- Corpus: {describe(corpus)}", *inputs_lines(runs), "", "## Verdicts", ""]
+    for table in tables:
+        if not table.verdicts:
+            lines.append(f"- Table {table.number}: no verdict ({'; '.join(table.notes[:1]) or 'no runs'})")
+        for verdict in table.verdicts:
+            lines.append(f"- Table {table.number}, {verdict.line()}")
+    lines += ["", "## Runs no better than a constant predictor", ""]
+    flagged = [check for check in checks if check.flagged]
+    if not flagged:
+        lines.append(f"- none of the {len(checks)} dev splits checked")
+    for check in flagged[:FLAGS_SHOWN]:
+        lines.append(f"- {check.describe()}")
+    if len(flagged) > FLAGS_SHOWN:
+        lines.append(f"- … and {len(flagged) - FLAGS_SHOWN} more (all {len(flagged)} at the end of this page)")
+    return lines + [""]
+
+
+def flagged_lines(checks: list[RunCheck]) -> list[str]:
+    """Every flagged run, for the end of the index."""
+    flagged = [check for check in checks if check.flagged]
+    if len(flagged) <= FLAGS_SHOWN:
+        return []
+    return ["## Every run no better than a constant predictor", "",
+            *(f"- {check.describe()}" for check in flagged), ""]
+
+
+def inputs_lines(runs: list[Run]) -> list[str]:
+    """One line for the backbones and one for the data: each distinct record and who used it."""
+    backbones: dict[str, list[str]] = {}
+    data: dict[str, list[str]] = {}
+    missing = 0
+    for run in runs:
+        inputs = run.get("inputs")
+        if not isinstance(inputs, dict):
+            missing += 1
+            inputs = {}
+        _add(backbones, describe(inputs.get("backbone")), run.backbone)
+        _add(data, describe(inputs.get("data")), run.task)
+    runs_text = f"{len(runs)} runs read" + (f", {missing} without an inputs record" if missing else "")
+    return [f"- Backbones: {_grouped(backbones)}", f"- Data: {_grouped(data)}", f"- Runs: {runs_text}"]
+
+
+def describe(record: Any) -> str:
+    """``source hub, id_or_path bert-base-uncased, revision 86b5e09…`` from an inputs record."""
+    if not isinstance(record, dict) or not record:
+        return NOT_RECORDED
+    keys = [k for k in FIELD_ORDER if k in record] + sorted(k for k in record if k not in FIELD_ORDER)
+    parts = []
+    for key in keys:
+        value = record[key]
+        if isinstance(value, (dict, list)):
+            continue
+        text = str(value)
+        if key in ("revision", "digest") and len(text) > DIGEST_CHARS:
+            text = text[:DIGEST_CHARS] + "…"
+        parts.append(f"{key} {text}")
+    return ", ".join(parts) or NOT_RECORDED
+
+
+def _add(groups: dict[str, list[str]], description: str, user: str) -> None:
+    users = groups.setdefault(description, [])
+    if user not in users:
+        users.append(user)
+
+
+def _grouped(groups: dict[str, list[str]]) -> str:
+    if not groups:
+        return NOT_RECORDED
+    return "; ".join(f"{', '.join(users)}: {description}" for description, users in groups.items())

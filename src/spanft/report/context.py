@@ -1,18 +1,143 @@
-"""What every table builder shares: the plan, the runs and segmented directories, the paper's numbers, the
-comparisons (McNemar, the two-level bootstrap) and the one place runs are looked up: :meth:`ReportContext.runs`
-loads a study's runs of one backbone, task and variant once and keeps them, so :meth:`ReportContext.all_runs`
-lists every run the report read. It also holds the row words the tables share: a backbone's label, whether
-the data is synthetic (no verdict on the paper), the paper's row for a backbone and method.
+"""What every table builder shares, each computed once per report: the plan, the runs and segmented
+directories, the paper's numbers, which runs are which rows, the runs themselves and the comparisons of
+run groups.
+
+Which runs are which rows: :data:`TABLE_GROUPS` names, per table, the ``dvc.yaml`` fine-tuning groups whose
+runs are its rows, in order (the first is the arm the others are compared with); a row's label, its paper
+method and where its runs live come from the group's row of the variant table (:data:`spanft.params.plan.VARIANTS`).
+Tables 2 and 3 test and time Table 1's two arms. Table 7 shows one row per span encoder: CNN-CNN, the
+default encoder, is the snli study's sf runs, and every other one its ``sf-<encoder>`` runs.
+
+The comparisons: variant against variant on the runs' own predictions, the two-level paired bootstrap and
+McNemar per seed. Both read the runs' ``predictions/<split>.tsv`` files, paired by ``idx``. Each (task, split)
+column draws its resamples from its own stream, ``default_rng([reports.bootstrap.seed, crc32("<task>/<split>")])``:
+the same draws wherever that column is compared with as many runs a side, and independent draws (of runs and
+of examples) for different columns, whose runs are different trainings, so the gain of an average over
+columns is bootstrapped by averaging the columns' resampled gains.
+
+:meth:`ReportContext.runs` loads a study's runs of one backbone, task and variant once and keeps them, so
+:meth:`ReportContext.all_runs` lists every run the report read. The context also holds the row words the
+tables share: a backbone's label, whether the data is synthetic (no verdict on the paper), the paper's row
+for a backbone and method.
 """
 
 from __future__ import annotations
 
+import zlib
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
-from spanft.params.plan import Plan
-from spanft.report.compare import Comparisons
+from spanft.errors import SpanftError
+from spanft.params.plan import GROUPS, Plan, Variant
+from spanft.report.bootstrap import MIN_RESAMPLES, BootstrapResult, paired_bootstrap
 from spanft.report.paper import Paper, PaperTable
-from spanft.report.runs import Run, load_runs
+from spanft.report.runs import Run, decode, load_runs
+from spanft.report.stats import McNemarResult, aligned_predictions, mcnemar_test
+
+# -------------------------------------------------------------------------------------------- rows
+
+
+DEFAULT_ENCODER = "cnn-cnn"  # Table 7's row every other encoder is compared with
+ENCODER_LABELS = {"cnn-max": "CNN-Max", "cnn-cnn": "CNN-CNN", "attention-max": "Attention-Max",
+                  "attention-attention": "Attention-Attention"}  # Table 7's rows, in the paper's order
+
+# table -> its groups, in row order; a (group, label) pair words the row for that table only
+TABLE_GROUPS: dict[int, tuple[str | tuple[str, str], ...]] = {
+    1: ("glue_baseline", "glue_sf"),
+    4: ("backbones_baseline", "backbones_sf"),
+    5: ("snli_baseline", "snli_sf"),
+    6: ("glue_baseline", "ablation_cnn_noseg", "ablation_random_seg", "ablation_chunker_seg",
+        ("glue_sf", "+SF (n-gram)")),
+    8: ("ner_baseline", "ner_sf"),
+}
+
+
+@dataclass(frozen=True)
+class Method:
+    """A table row group: a label and where its runs live (study, variant)."""
+
+    label: str
+    key: str  # the paper rows' method
+    study: str
+    variant: str
+
+
+def _method(variant: Variant, label: str | None = None) -> Method:
+    return Method(label or variant.label, variant.name, variant.study, variant.name)
+
+
+def _encoder(encoder: str) -> Method:
+    variant = GROUPS["snli_sf"] if encoder == DEFAULT_ENCODER else GROUPS["snli_sf_encoder"]
+    name = variant.run_name({"encoder": encoder})
+    return Method(ENCODER_LABELS[encoder], encoder, variant.study, name)
+
+
+def methods(table: int) -> list[Method]:
+    """Table ``table``'s row groups, in order."""
+    if table == 7:
+        return [_encoder(encoder) for encoder in ENCODER_LABELS]
+    return [_method(GROUPS[entry]) if isinstance(entry, str) else _method(GROUPS[entry[0]], entry[1])
+            for entry in TABLE_GROUPS[table]]
+
+# ------------------------------------------------------------------------------------- comparisons
+
+
+@dataclass(frozen=True)
+class SeedPair:
+    """McNemar's test of the baseline and SF runs that share a seed."""
+
+    seed: int
+    result: McNemarResult
+
+    @property
+    def favours(self) -> str:
+        """Which side is right more often on the discordant examples: sf, baseline or neither."""
+        a, b = self.result.only_a_correct, self.result.only_b_correct
+        return "sf" if b > a else "baseline" if a > b else "neither"
+
+
+class Comparisons:
+    """Bootstraps and per-seed McNemar tests of run groups, each computed once per report."""
+
+    def __init__(self, resamples: int, seed: int):
+        if resamples < MIN_RESAMPLES:
+            raise SpanftError(f"reports.bootstrap.resamples must be at least {MIN_RESAMPLES} (a 95% interval needs "
+                              f"2/(R+1) <= 0.05), found {resamples}")
+        self.resamples = resamples
+        self.seed = seed
+        self._cache: dict[tuple, BootstrapResult] = {}
+
+    def column_seed(self, task: str, split: str) -> list[int]:
+        return [self.seed, zlib.crc32(f"{task}/{split}".encode())]
+
+    def bootstrap(self, runs_a: Sequence[Run], runs_b: Sequence[Run], split: str, metric: str) -> BootstrapResult:
+        """Gain of the B runs over the A runs in ``metric`` on ``split`` (metric units): mean over seeds, with the
+        two-level bootstrap (seeds within each arm, then examples) of :func:`paired_bootstrap`."""
+        key = (tuple(r.path for r in runs_a), tuple(r.path for r in runs_b), split, metric)
+        if key not in self._cache:
+            task = runs_a[0].spec
+            gold, predictions = aligned_predictions([run.predictions(split) for run in [*runs_a, *runs_b]])
+            where = runs_a[0].predictions(split)
+            decoded_gold = decode(task, gold, where)
+            decoded = [decode(task, pred, run.predictions(split)) for pred, run in zip(predictions, [*runs_a, *runs_b])]
+            seed = self.column_seed(task.name, split)
+            self._cache[key] = paired_bootstrap(task, metric, decoded_gold, decoded[:len(runs_a)],
+                                                decoded[len(runs_a):], self.resamples, seed)
+        return self._cache[key]
+
+    def seed_pairs(self, runs_a: Sequence[Run], runs_b: Sequence[Run], split: str) -> list[SeedPair]:
+        """McNemar's test of each seed's baseline run against the same seed's SF run."""
+        by_seed = {run.seed: run for run in runs_b}
+        pairs = []
+        for run in runs_a:
+            if run.seed in by_seed:
+                paths = [run.predictions(split), by_seed[run.seed].predictions(split)]
+                gold, (pred_a, pred_b) = aligned_predictions(paths)
+                pairs.append(SeedPair(run.seed, mcnemar_test(gold, pred_a, pred_b)))
+        return pairs
+
+# ------------------------------------------------------------------------------------- the context
 
 
 class ReportContext:
@@ -63,4 +188,3 @@ class ReportContext:
         if paper_table.find(ours, row.method) is row:
             return row.label.replace(" + SF", "") + " rows"
         return f"{row.label.replace(' + SF', '')} rows; the paper has none for {ours}"
-

@@ -2,7 +2,7 @@
 CoNLL-2003 entity F1): per backbone, each method's mean ± sd on the dev and the test split beside the paper's
 number for the same split and ours − paper, then a row per compared pair (the gain and its two-level
 bootstrap interval on each split) with a verdict on its dev gain. Test scores come from metrics.json, else
-from the test predictions when they carry gold labels. Which runs are which rows: :mod:`spanft.report.methods`.
+from the test predictions when they carry gold labels. Which runs are which rows: :mod:`spanft.report.context`.
 """
 
 from __future__ import annotations
@@ -24,8 +24,7 @@ from spanft.report.cells import (
     mean_sd,
     paper_cell,
 )
-from spanft.report.context import ReportContext
-from spanft.report.methods import DEFAULT_ENCODER, Method, methods
+from spanft.report.context import DEFAULT_ENCODER, Method, ReportContext, methods
 from spanft.report.paper import METRIC_NAMES, PaperTable
 from spanft.report.runs import Run, split_score, summarize
 from spanft.report.verdict import Verdict

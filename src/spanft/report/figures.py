@@ -18,13 +18,14 @@ from pathlib import Path
 
 import matplotlib as mpl
 import pandas as pd
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # a Figure drawn on its own canvas: no pyplot, no GUI
+from matplotlib.backends.backend_agg import (
+    FigureCanvasAgg,  # a Figure drawn on its own canvas: no pyplot, no GUI
+)
 from matplotlib.figure import Figure
 
 from spanft.data.registry import get_task
 from spanft.errors import SpanftError
-from spanft.params.plan import Plan
-from spanft.params.variants import sweep_variant
+from spanft.params.plan import Plan, sweep_variant
 from spanft.report.cells import profile_line
 from spanft.report.runs import load_runs, summarize
 
@@ -205,8 +206,6 @@ def figure3(frame: pd.DataFrame, profile: str) -> dict[str, bytes]:
 
 
 def figure4(frame: pd.DataFrame, profile: str) -> dict[str, bytes]:
-    import matplotlib as mpl
-
     tasks = sorted(frame["task"].unique()) if not frame.empty else []
     with mpl.rc_context(mpl.rcParamsDefault):
         figure, axes = _new_figure(len(tasks))

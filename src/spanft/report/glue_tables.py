@@ -3,7 +3,7 @@ run, the paper's row and ours − paper where the paper's split is dev), a gain 
 baseline with its two-level bootstrap interval), and a verdict on the mean gain over the paper's nine
 columns. A column per task score (two for MNLI) and two averages: ours (one column per task) and the
 paper's rule (:data:`spanft.report.paper.PAPER_AVERAGE_COLUMNS`). Which runs are which rows:
-:mod:`spanft.report.methods`.
+:mod:`spanft.report.context`.
 """
 
 from __future__ import annotations
@@ -29,8 +29,7 @@ from spanft.report.cells import (
     paper_cell,
     pct,
 )
-from spanft.report.context import ReportContext
-from spanft.report.methods import Method, methods
+from spanft.report.context import Method, ReportContext, methods
 from spanft.report.paper import (
     METRIC_NAMES,
     PAPER_AVERAGE_COLUMNS,

@@ -14,9 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
+
+from spanft.data.metrics import compute_metrics
 from spanft.data.registry import TaskSpec, get_task
 from spanft.errors import SpanftError
 from spanft.params.plan import run_dir
+from spanft.report.stats import read_prediction_table
 
 _REQUIRED_KEYS = ("task", "main_metric", "metrics")
 
@@ -106,8 +110,6 @@ class Summary:
 
 
 def summarize(values: Iterable[float]) -> Summary:
-    import numpy as np
-
     array = np.asarray([v for v in values if not math.isnan(v)], dtype=np.float64)
     if array.size == 0:
         return Summary(0, math.nan, math.nan)
@@ -129,9 +131,6 @@ def split_score(run: Run, split: str, metric: str) -> float:
 
 def score_predictions(task: TaskSpec, path: Path) -> dict[str, float]:
     """Every metric of ``task`` on a predictions TSV's labeled rows (empty when no row has gold)."""
-    from spanft.data.metrics import compute_metrics
-    from spanft.report.stats import read_prediction_table
-
     frame = read_prediction_table(path)
     frame = frame[frame["gold"] != ""]
     if frame.empty:
@@ -151,3 +150,15 @@ def score_predictions(task: TaskSpec, path: Path) -> dict[str, float]:
     except SpanftError as exc:
         raise SpanftError(f"{path}: {exc}") from None
     return compute_metrics(task, pred, gold)
+
+
+def decode(task: TaskSpec, column: np.ndarray, where: Path) -> list:
+    """Label ids (classification), floats (regression) or tag-id lists (tagging) from TSV strings."""
+    try:
+        if task.is_tagging:
+            return [[task.label_id(tag) for tag in row.split()] for row in column]
+        if task.is_regression:
+            return [float(value) for value in column]
+        return [task.label_id(name) for name in column]
+    except (SpanftError, ValueError) as exc:
+        raise SpanftError(f"{where}: {exc}") from None

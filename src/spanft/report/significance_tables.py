@@ -1,4 +1,4 @@
-"""Tables 2 and 3, on the glue study's baseline and +SF runs (Table 1's two arms, :mod:`spanft.report.methods`).
+"""Tables 2 and 3, on the glue study's baseline and +SF runs (Table 1's two arms, :mod:`spanft.report.context`).
 Table 2, significance: per backbone and task, McNemar's test of the best runs (the paper's test), McNemar per
 seed, and the two-level bootstrap (seeds, then dev examples) of SF − baseline, with a verdict per backbone.
 Table 3, cost: per backbone and task, the mean measured fine-tuning seconds of each arm, their ratio, the
@@ -23,8 +23,7 @@ from spanft.report.cells import (
     gain_fields,
     p_value_cell,
 )
-from spanft.report.context import ReportContext
-from spanft.report.methods import methods
+from spanft.report.context import ReportContext, methods
 from spanft.report.paper import METRIC_NAMES
 from spanft.report.runs import Run, best_run, summarize
 from spanft.report.stats import mcnemar_files

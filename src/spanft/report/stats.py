@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Sequence
 
 import numpy as np
+import pandas as pd
+from statsmodels.stats.contingency_tables import mcnemar
 
 from spanft.errors import SpanftError
 
@@ -41,8 +43,6 @@ class McNemarResult:
 
 def mcnemar_from_correct(correct_a: Sequence[bool], correct_b: Sequence[bool]) -> McNemarResult:
     """McNemar's test from per-example correctness of classifiers A and B (same examples, same order)."""
-    from statsmodels.stats.contingency_tables import mcnemar
-
     a = np.asarray(correct_a, dtype=bool)
     b = np.asarray(correct_b, dtype=bool)
     if a.shape != b.shape or a.ndim != 1:
@@ -85,8 +85,6 @@ def read_prediction_table(path: str | Path):
 
     ``idx`` becomes an integer column; a missing file, a wrong header or a repeated idx is a SpanftError.
     """
-    import pandas as pd
-
     path = Path(path)
     if not path.is_file():
         raise SpanftError(f"{path}: predictions TSV not found")

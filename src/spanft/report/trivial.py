@@ -16,8 +16,7 @@ import numpy as np
 
 from spanft.data.metrics import compute_metrics
 from spanft.data.registry import TaskSpec
-from spanft.report.compare import decode
-from spanft.report.runs import Run
+from spanft.report.runs import Run, decode
 from spanft.report.stats import read_prediction_table
 
 TOLERANCE = 1e-9  # a score equal to the trivial one up to float rounding counts as "at"
