@@ -20,7 +20,7 @@ END = "  # <<< fine-tuning groups"
 
 # The code every fine-tuning stage runs (tests/test_stage_deps.py checks it against the imports).
 CODE_DEPS = ("pipeline/finetune.py", "src/spanft/__init__.py", "src/spanft/errors.py", "src/spanft/fileio.py",
-             "src/spanft/params", "src/spanft/data", "src/spanft/text", "src/spanft/model", "src/spanft/train")
+             "src/spanft/params", "src/spanft/data", "src/spanft/model", "src/spanft/train")
 _AXES = {"encoder": "${studies.snli.encoders}", "size": "${dict_sizes}", "method": "${studies.dictsize.methods}"}
 
 
