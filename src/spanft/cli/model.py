@@ -61,7 +61,9 @@ def backbone_spec(args: argparse.Namespace) -> dict:
 
 
 def backbone(args: argparse.Namespace) -> int:
-    from spanft.model.backbone import write_backbone  # here: it imports torch and transformers
+    from spanft.model.backbone import (
+        write_backbone,  # here: it imports torch and transformers
+    )
 
     ignored = [f"--{key.replace('_', '-')}" for key in (*SETTINGS, "corpus")
                if key not in READS[args.source] and getattr(args, key) is not None]

@@ -31,7 +31,9 @@ def add_finetune(sub: argparse._SubParsersAction) -> None:
 
 def finetune_options(args: argparse.Namespace):
     """Flags given on the command line, else the ``--hparams`` block, else the FinetuneOptions defaults."""
-    from spanft.train.options import FinetuneOptions  # torch: only the finetune command pays for it
+    from spanft.train.options import (
+        FinetuneOptions,  # torch: only the finetune command pays for it
+    )
 
     names = {f.name for f in fields(FinetuneOptions)} - {"extra_callbacks"}
     values = load_hparams(args.hparams) if args.hparams else {}
@@ -40,7 +42,9 @@ def finetune_options(args: argparse.Namespace):
 
 
 def finetune(args: argparse.Namespace) -> int:
-    from spanft.train.finetune import run_and_print  # torch: only the finetune command pays for it
+    from spanft.train.finetune import (
+        run_and_print,  # torch: only the finetune command pays for it
+    )
 
     run_and_print(finetune_options(args))
     return 0

@@ -28,10 +28,22 @@ from submitit.core.utils import FailedJobError
 
 from spanft.cluster.job import StageJob
 from spanft.cluster.processes import run_group
-from spanft.cluster.stages import (StaleStage, finetune_upstream, forget_uncached_records, open_repo,
-                                   stage_paths, stale_finetune_stages)
-from spanft.cluster.tracking import (Submitted, new_submission, outcome, scheduler_states, still_active,
-                                     write_manifest)
+from spanft.cluster.stages import (
+    StaleStage,
+    finetune_upstream,
+    forget_uncached_records,
+    open_repo,
+    stage_paths,
+    stale_finetune_stages,
+)
+from spanft.cluster.tracking import (
+    Submitted,
+    new_submission,
+    outcome,
+    scheduler_states,
+    still_active,
+    write_manifest,
+)
 from spanft.cluster.workspace import HeadState, cache_dir, git, head_state, snapshot
 from spanft.errors import SpanftError
 from spanft.params.cluster import ClusterSettings

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
-from dvc.repo import Repo
 from dvc.dependency.base import DependencyDoesNotExistError
-from dvc_data.hashfile.hash_info import HashInfo
+from dvc.repo import Repo
 from dvc.stage.cache import RunCacheNotFoundError
+from dvc_data.hashfile.hash_info import HashInfo
 
 FINETUNE_SCRIPT = "pipeline/finetune.py"
 

@@ -17,6 +17,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from dvc.repo import Repo
+
 from spanft.errors import SpanftError
 
 LOCK_FILE = "dvc.lock"
@@ -131,7 +133,5 @@ def _run(cwd: Path, command: list[str]) -> None:
 
 def cache_dir(root: Path) -> str:
     """The head's DVC cache directory (``dvc cache dir``), which the jobs share."""
-    from dvc.repo import Repo
-
     with Repo(str(root)) as repo:
         return str(Path(repo.cache.local_cache_dir).resolve())

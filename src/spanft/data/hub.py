@@ -16,6 +16,9 @@ import logging
 import os
 import sys
 
+from huggingface_hub import constants
+from huggingface_hub.utils import get_session
+
 log = logging.getLogger("spanft")
 
 PROBE_TIMEOUT_S = 3.0
@@ -23,23 +26,17 @@ _OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFF
 
 
 def hub_endpoint() -> str:
-    from huggingface_hub import constants
-
     return constants.ENDPOINT
 
 
 def offline_mode() -> bool:
     """Whether the hub libraries are in offline mode in this process."""
-    from huggingface_hub import constants
-
     return bool(constants.HF_HUB_OFFLINE)
 
 
 @functools.lru_cache(maxsize=None)
 def _reachable(endpoint: str) -> bool:
     """One HEAD request to ``endpoint`` (proxies from the environment honoured), no retry."""
-    from huggingface_hub.utils import get_session
-
     try:
         get_session().head(endpoint, timeout=PROBE_TIMEOUT_S, follow_redirects=False)
     except Exception as exc:  # connection refused, DNS failure, timeout, proxy error: nothing answered
@@ -60,8 +57,6 @@ def settle_offline_mode() -> bool:
 
 def force_offline_mode() -> None:
     """Offline mode for huggingface_hub, transformers and datasets here, and for the processes started later."""
-    from huggingface_hub import constants
-
     for name in _OFFLINE_VARIABLES:
         os.environ[name] = "1"
     constants.HF_HUB_OFFLINE = True  # transformers reads it through huggingface_hub.constants.is_offline_mode

@@ -12,6 +12,9 @@ import warnings
 from typing import Sequence
 
 import numpy as np
+import seqeval.metrics as entity_metrics  # entity-level scores of IOB2 tag sequences
+from scipy.stats import pearsonr, spearmanr
+from sklearn.metrics import f1_score, matthews_corrcoef
 
 from spanft.data.registry import TaskSpec
 from spanft.errors import SpanftError
@@ -51,14 +54,10 @@ def _accuracy(pred: np.ndarray, gold: np.ndarray) -> float:
 
 
 def _f1(pred: np.ndarray, gold: np.ndarray) -> float:
-    from sklearn.metrics import f1_score
-
     return float(f1_score(gold, pred, pos_label=1, average="binary", zero_division=0))
 
 
 def _mcc(pred: np.ndarray, gold: np.ndarray) -> float:
-    from sklearn.metrics import matthews_corrcoef
-
     with warnings.catch_warnings():  # one class only: sklearn warns and returns 0, the conventional value
         warnings.simplefilter("ignore")
         return float(matthews_corrcoef(gold, pred))
@@ -69,8 +68,6 @@ _CLASSIFICATION = {"accuracy": _accuracy, "f1": _f1, "mcc": _mcc}
 
 def _regression_metrics(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     """Pearson and Spearman; NaN when either side is constant (the correlation is undefined)."""
-    from scipy.stats import pearsonr, spearmanr
-
     if len(pred) < 2 or np.ptp(pred) == 0 or np.ptp(gold) == 0:
         return {"pearson": math.nan, "spearman": math.nan}
     with warnings.catch_warnings():
@@ -81,8 +78,6 @@ def _regression_metrics(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
 def _tagging_metrics(
     task: TaskSpec, predictions: Sequence[Sequence[int]], references: Sequence[Sequence[int]]
 ) -> dict[str, float]:
-    from seqeval.metrics import accuracy_score, f1_score, precision_score, recall_score
-
     _check_lengths(len(predictions), len(references))
     names = task.label_names
     pred_tags, gold_tags = [], []
@@ -92,8 +87,8 @@ def _tagging_metrics(
         pred_tags.append([names[int(t)] for t in pred])
         gold_tags.append([names[int(t)] for t in gold])
     return {
-        "f1": float(f1_score(gold_tags, pred_tags, zero_division=0)),
-        "precision": float(precision_score(gold_tags, pred_tags, zero_division=0)),
-        "recall": float(recall_score(gold_tags, pred_tags, zero_division=0)),
-        "accuracy": float(accuracy_score(gold_tags, pred_tags)),
+        "f1": float(entity_metrics.f1_score(gold_tags, pred_tags, zero_division=0)),
+        "precision": float(entity_metrics.precision_score(gold_tags, pred_tags, zero_division=0)),
+        "recall": float(entity_metrics.recall_score(gold_tags, pred_tags, zero_division=0)),
+        "accuracy": float(entity_metrics.accuracy_score(gold_tags, pred_tags)),
     }

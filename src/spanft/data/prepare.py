@@ -27,7 +27,13 @@ import pyarrow.parquet as pq
 from spanft.data.columns import SplitColumns, SyntheticSizes
 from spanft.data.hub_readers import hub_revision, iter_hub
 from spanft.data.local_readers import iter_local, local_files
-from spanft.data.provenance import PROVENANCE_FILE, hub_record, local_record, paths_digest, read_provenance
+from spanft.data.provenance import (
+    PROVENANCE_FILE,
+    hub_record,
+    local_record,
+    paths_digest,
+    read_provenance,
+)
 from spanft.data.registry import TaskSpec, get_task
 from spanft.data.synthetic.tasks import iter_synthetic
 from spanft.errors import SpanftError

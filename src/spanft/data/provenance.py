@@ -18,6 +18,9 @@ import re
 from pathlib import Path
 from typing import Iterable
 
+from huggingface_hub import HfApi, constants
+
+from spanft.data.hub import settle_offline_mode
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open, read_text
 
@@ -53,15 +56,11 @@ def hub_commit(repo_id: str, revision: str | None = None, repo_type: str = "data
 
     Asks the hub; offline, reads the ref the hub cache recorded when the files were downloaded.
     """
-    from spanft.data.hub import settle_offline_mode
-
     if revision and _COMMIT.match(revision):
         return revision
     if settle_offline_mode():
         return _cached_commit(repo_id, revision, repo_type)
     try:
-        from huggingface_hub import HfApi
-
         info = (HfApi().dataset_info if repo_type == "dataset" else HfApi().model_info)(repo_id, revision=revision)
         if info.sha:
             return str(info.sha)
@@ -72,8 +71,6 @@ def hub_commit(repo_id: str, revision: str | None = None, repo_type: str = "data
 
 
 def _cached_commit(repo_id: str, revision: str | None, repo_type: str) -> str | None:
-    from huggingface_hub import constants
-
     ref = Path(constants.HF_HUB_CACHE) / f"{repo_type}s--{repo_id.replace('/', '--')}" / "refs" / (revision or "main")
     if ref.is_file():
         commit = ref.read_text(encoding="utf-8").strip()

@@ -25,7 +25,13 @@ from spanft.data.hub_readers import hub_revision
 from spanft.data.registry import get_task
 from spanft.data.tagger_sources import REAL_DATA_SOURCES, check_tagger_source
 from spanft.errors import SpanftError
-from spanft.text.chunker import PRETRAINED_NAME, fetch_pretrained_tagger, save_tagger, tagging_accuracy, train_tagger
+from spanft.text.chunker import (
+    PRETRAINED_NAME,
+    fetch_pretrained_tagger,
+    save_tagger,
+    tagging_accuracy,
+    train_tagger,
+)
 
 log = logging.getLogger("spanft")
 

@@ -13,7 +13,11 @@ import os
 
 from spanft.errors import SpanftError
 from spanft.model.build import BackboneConfig, make_backbone
-from spanft.model.loading import TokenizerChoice, copy_local_backbone, fetch_hub_backbone
+from spanft.model.loading import (
+    TokenizerChoice,
+    copy_local_backbone,
+    fetch_hub_backbone,
+)
 from spanft.params.profiles import resolve_packaged_paths
 
 SOURCES = ("build", "hub", "local")

@@ -119,7 +119,12 @@ def roberta_config(cfg: BackboneConfig, tokenizer):
 def _tokenizer_and_model_classes(corpus: Path, cfg: BackboneConfig):
     """The trained tokenizer, the model config, and the (base model, masked-LM model) classes of its family."""
     # here: the modelling modules take seconds to import, which fetching or copying a backbone never needs
-    from transformers import BertForMaskedLM, BertModel, RobertaForMaskedLM, RobertaModel
+    from transformers import (
+        BertForMaskedLM,
+        BertModel,
+        RobertaForMaskedLM,
+        RobertaModel,
+    )
 
     if cfg.tokenizer == "bpe":
         tokenizer = train_byte_level_bpe(corpus, cfg.vocab_size, cfg.vocab_lines)

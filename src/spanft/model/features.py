@@ -24,12 +24,15 @@ import logging
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Mapping, Sequence
 
+import datasets
 import numpy as np
 import pandas as pd
+import pyarrow.compute as pc
 import torch
 from tqdm.auto import tqdm
 
 from spanft.errors import SpanftError
+from spanft.model.span_model import token_span_ids
 
 log = logging.getLogger("spanft")
 
@@ -108,8 +111,6 @@ def encode_split(
     for tagging one id per sub-token: the word's tag on its first sub-token, -100 elsewhere; an unlabeled
     tagging example (empty ``tags``) has 0 on each first sub-token, so the positions to predict stay marked.
     """
-    import datasets
-
     check_tokenizer(tokenizer)
     _check_columns(df, task)
     columns: dict[str, list] = {}
@@ -297,8 +298,6 @@ MEGA_BATCHES = 50  # batches sorted together by length: wide enough to pad littl
 
 def example_lengths(dataset: "datasets.Dataset") -> np.ndarray:  # noqa: F821
     """Sub-tokens per example of an encoded split, read from its arrow column (no row is decoded)."""
-    import pyarrow.compute as pc
-
     return pc.list_value_length(dataset.with_format("arrow")[:]["input_ids"]).to_numpy().astype(np.int64)
 
 
@@ -374,8 +373,6 @@ class SpanCollator:
                 multiple = self.pad_to_multiple_of if key not in SPAN_KEYS else None
                 batch[key] = _pad_rows(rows, pad_values[key], multiple)
         if "span_starts" in batch:
-            from spanft.model.span_model import token_span_ids
-
             lengths = batch["span_lengths"]
             if self.max_span_len is not None:
                 lengths = lengths.clamp(max=self.max_span_len)

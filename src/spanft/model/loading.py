@@ -30,7 +30,12 @@ import torch
 from transformers import AutoModel, AutoTokenizer, set_seed
 
 from spanft.data.hub import settle_offline_mode
-from spanft.data.provenance import directory_digest, hub_commit, local_record, write_provenance
+from spanft.data.provenance import (
+    directory_digest,
+    hub_commit,
+    local_record,
+    write_provenance,
+)
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_path, check_output
 from spanft.params import ids

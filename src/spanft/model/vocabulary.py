@@ -15,7 +15,14 @@ import logging
 from pathlib import Path
 from typing import Iterator
 
-from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, trainers
+from tokenizers import (
+    Tokenizer,
+    decoders,
+    models,
+    normalizers,
+    pre_tokenizers,
+    trainers,
+)
 from transformers import BertTokenizerFast, RobertaTokenizerFast
 
 from spanft.errors import SpanftError

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import pandas as pd
+import yaml
 
 from spanft.errors import SpanftError
 
@@ -147,8 +148,6 @@ class Paper:
 
     @classmethod
     def load(cls, path: str | Path | None = None) -> Paper:
-        import yaml
-
         if path is None:
             text = resources.files("spanft.report").joinpath("paper_values.yaml").read_text(encoding="utf-8")
             where = "spanft/report/paper_values.yaml"

@@ -14,6 +14,8 @@ CoNLL-2003 files and the hub's ``pos_tags`` names write ``(``/``)``, the synthet
 
 from __future__ import annotations
 
+# nltk is imported where it is used: `import nltk.tag.perceptron` takes seconds, and every segment stage
+# imports this module while only the chunker uses it.
 import json
 import logging
 import random
@@ -21,7 +23,7 @@ from pathlib import Path
 from typing import Sequence
 
 from spanft.errors import SpanftError, where
-from spanft.fileio import atomic_open, read_text, read_text_lines
+from spanft.fileio import atomic_open, file_digest, read_text, read_text_lines
 
 log = logging.getLogger("spanft")
 
@@ -210,8 +212,6 @@ class ChunkSegmenter:
     def load(cls, tagger_path: str | Path | None = None) -> "ChunkSegmenter":
         if tagger_path is None:
             return cls(load_pretrained_tagger(), f"nltk:{PRETRAINED_NAME}")
-        from spanft.fileio import file_digest
-
         payload = _read_tagger_payload(tagger_path)
         name = f"file:{Path(tagger_path).name}:sha256={file_digest(tagger_path)[:16]}"
         about = payload.get("about") or {}

@@ -48,7 +48,6 @@ from spanft.data.synthetic.cues import (
 )
 from spanft.errors import SpanftError
 
-
 # ---------------------------------------------------------------- one generator per kind of task
 
 

@@ -17,7 +17,11 @@ from typing import NamedTuple
 import numpy as np
 
 from spanft.data.synthetic.grammar import Grammar
-from spanft.data.synthetic.lexicon import LanguageParams, UnitInventory, UnitInventoryBuilder
+from spanft.data.synthetic.lexicon import (
+    LanguageParams,
+    UnitInventory,
+    UnitInventoryBuilder,
+)
 from spanft.errors import SpanftError
 
 
