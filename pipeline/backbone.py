@@ -9,7 +9,6 @@ Run by DVC with no arguments, it takes them from the stage's name (spanft.params
 import argparse
 import sys
 
-from spanft.model.backbone import write_backbone
 from spanft.params.plan import Plan
 from spanft.params.stage import run_stage_script
 
@@ -22,6 +21,8 @@ def main() -> int:
 
     def make(args: argparse.Namespace, plan: Plan) -> None:
         backbone = plan.backbone(args.name)
+        from spanft.model.backbone import write_backbone  # torch only now: a params mistake is told at once
+
         print(write_backbone(backbone.name, backbone.source, backbone.settings, args.out, args.corpus))
 
     return run_stage_script("backbone", parser, make)

@@ -12,8 +12,6 @@ import sys
 
 from spanft.params.plan import Plan
 from spanft.params.stage import run_stage_script
-from spanft.train.finetune import run_and_print
-from spanft.train.options import FinetuneOptions
 
 
 def main() -> int:
@@ -24,6 +22,10 @@ def main() -> int:
 
     def finetune(args: argparse.Namespace, plan: Plan) -> None:
         run = plan.find_run(args.study, args.backbone, args.task, args.variant, args.seed)
+        # torch and transformers only now: a usage, params or run-key mistake is told in a moment
+        from spanft.train.finetune import run_and_print
+        from spanft.train.options import FinetuneOptions
+
         run_and_print(FinetuneOptions.for_run(run, plan.hparams[run.task]))
 
     return run_stage_script("finetune", parser, finetune, quiet=True)

@@ -13,12 +13,16 @@ import yaml
 
 from spanft.cli import build_parser
 from spanft.errors import SpanftError
-from spanft.params.dvc_yaml import finetune_section, section_in, write_finetune_section
+from spanft.params.dvc_yaml import (
+    BEGIN,
+    finetune_section,
+    section_in,
+    write_finetune_section,
+)
 from spanft.params.hparams import HPARAM_FIELDS, HParams
 from spanft.params.load import load_params
 from spanft.params.plan import VARIANTS, load_plan, plan_from_tree
-from spanft.train.options import SETTINGS_ORDER, FinetuneOptions
-from spanft.train.options import VARIANTS as FINETUNE_VARIANTS
+from spanft.train.options import MODEL_VARIANTS, SETTINGS_ORDER, FinetuneOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 PROFILES = sorted(p.stem for p in (ROOT / "profiles").glob("*.yaml"))
@@ -36,12 +40,19 @@ def test_dvc_yaml_command_rewrites_a_stale_section(tmp_path):
     stale.write_text(text.replace("/sf/seed${item.seed}", "/SF/seed${item.seed}", 1), encoding="utf-8")
     check = [sys.executable, "-m", "spanft.cli", "dvc-yaml", str(stale), "--check"]
     refused = subprocess.run(check, capture_output=True, text=True, cwd=ROOT)
-    assert refused.returncode == 2 and "differ from the variant table" in refused.stderr
+    assert refused.returncode == 1 and "differ from the variant table" in refused.stderr
     assert write_finetune_section(stale) is True
     assert stale.read_text(encoding="utf-8") == text
     assert write_finetune_section(stale) is False
+    crlf = text.replace("/sf/seed${item.seed}", "/SF/seed${item.seed}", 1).replace("\n", "\r\n").encode()
+    stale.write_bytes(crlf)
+    assert write_finetune_section(stale) is True
+    assert stale.read_bytes() == text.replace("\n", "\r\n").encode()  # the rest and its line ends kept
     stale.write_text("stages: {}\n", encoding="utf-8")
-    with pytest.raises(SpanftError, match="marker lines are missing"):
+    missing = subprocess.run(check, capture_output=True, text=True, cwd=ROOT)
+    assert missing.returncode == 2 and "expected one fine-tuning section" in missing.stderr
+    stale.write_text(text + text[text.index(BEGIN):], encoding="utf-8")
+    with pytest.raises(SpanftError, match=r"found 2 and 2"):
         write_finetune_section(stale)
 
 
@@ -64,7 +75,7 @@ def test_planned_runs_are_each_study_expanded_by_hand(profile):
 
 
 def test_every_variant_is_a_model_variant_with_its_input():
-    assert {v.finetune for v in VARIANTS} <= set(FINETUNE_VARIANTS)
+    assert {v.finetune for v in VARIANTS} <= set(MODEL_VARIANTS)
     plan = load_plan(ROOT / "params.yaml")
     for run in plan.runs():
         prepared = run.data.startswith("data/tasks/")

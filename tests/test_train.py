@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -175,12 +176,10 @@ class _StopAfterFirstCheckpoint(TrainerCallback):
 
 def test_killed_run_resumes_from_its_checkpoint_and_ends_like_an_uninterrupted_one(workspace, reference):
     options = _options(workspace, "runs/resumed", checkpoint_dir=str(workspace / "ckpt/resumed"))
-    options.extra_callbacks = [_StopAfterFirstCheckpoint()]
     with pytest.raises(KeyboardInterrupt):
-        run_finetune(options)
+        run_finetune(replace(options, extra_callbacks=[_StopAfterFirstCheckpoint()]))
     assert not (workspace / "runs/resumed/metrics.json").exists()
     assert [p.name for p in (workspace / "ckpt/resumed").glob("checkpoint-*")] == ["checkpoint-3"]
-    options.extra_callbacks = []
     resumed = run_finetune(options)
     assert resumed["resumed_from"] == "checkpoint-3"
     assert _without_time(resumed) == _without_time(reference)
@@ -190,9 +189,8 @@ def test_killed_run_resumes_from_its_checkpoint_and_ends_like_an_uninterrupted_o
 
 def test_checkpoints_of_other_settings_are_not_resumed(workspace):
     options = _options(workspace, "runs/other", checkpoint_dir=str(workspace / "ckpt/other"))
-    options.extra_callbacks = [_StopAfterFirstCheckpoint()]
     with pytest.raises(KeyboardInterrupt):
-        run_finetune(options)
+        run_finetune(replace(options, extra_callbacks=[_StopAfterFirstCheckpoint()]))
     changed = _options(workspace, "runs/other", checkpoint_dir=str(workspace / "ckpt/other"), lr=1e-3)
     assert changed.fingerprint() != options.fingerprint()
     assert run_finetune(changed)["resumed_from"] is None
@@ -202,9 +200,8 @@ def test_a_failed_rerun_removes_the_previous_metrics(workspace, monkeypatch):
     options = _options(workspace, "runs/stale", variant="baseline", epochs=1)
     run_finetune(options)
     assert (workspace / "runs/stale/metrics.json").is_file()
-    options.extra_callbacks = [_StopAfterFirstCheckpoint()]
     with pytest.raises(KeyboardInterrupt):
-        run_finetune(options)
+        run_finetune(replace(options, extra_callbacks=[_StopAfterFirstCheckpoint()]))
     assert not (workspace / "runs/stale/metrics.json").exists()
 
 

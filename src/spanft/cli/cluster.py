@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from spanft.errors import SpanftError
+
 
 def add_fanout(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("fanout", help="run the graph with every stale fine-tuning stage as a SLURM array job "
@@ -34,7 +36,6 @@ def fanout(args: argparse.Namespace) -> int:
     from dvc.exceptions import DvcException
 
     from spanft.cluster.fanout import fanout
-    from spanft.errors import SpanftError
     from spanft.params.plan import load_plan
 
     root = Path(args.root).resolve()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 
 
 def add_corpus(sub: argparse._SubParsersAction) -> None:
@@ -47,8 +48,6 @@ def _task_source_arguments(p: argparse.ArgumentParser) -> None:
 
 def _folder(args: argparse.Namespace):
     """The task's folder of official files: --task-dir, else its official folder under --data-dir."""
-    from pathlib import Path
-
     from spanft.data.registry import OFFICIAL_FOLDERS
 
     if args.task_dir or not args.data_dir:

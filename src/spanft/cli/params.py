@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
-from spanft.errors import SpanftError
 from spanft.params.dvc_yaml import finetune_section, section_in, write_finetune_section
 from spanft.params.plan import load_plan
 from spanft.params.profiles import PROFILES_DIR, use_profile
@@ -39,15 +39,16 @@ def profile(args: argparse.Namespace) -> int:
 def add_dvc_yaml(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("dvc-yaml", help="write dvc.yaml's fine-tuning groups from the variant table")
     p.add_argument("file", nargs="?", default="dvc.yaml", metavar="FILE")
-    p.add_argument("--check", action="store_true", help="only say whether FILE is up to date (exit 1 if not)")
+    p.add_argument("--check", action="store_true", help="only say whether FILE is up to date (exit 1 if not, 2 if it cannot be read)")
     p.set_defaults(run=dvc_yaml)
 
 
 def dvc_yaml(args: argparse.Namespace) -> int:
     if args.check:
         if section_in(args.file) != finetune_section():
-            raise SpanftError(f"{args.file}: the fine-tuning groups differ from the variant table; run "
-                              f"`spanft dvc-yaml` to rewrite them")
+            print(f"spanft: {args.file}: the fine-tuning groups differ from the variant table; run `spanft "
+                  f"dvc-yaml` to rewrite them", file=sys.stderr)
+            return 1
         print(f"{args.file}: fine-tuning groups up to date")
         return 0
     changed = write_finetune_section(args.file)

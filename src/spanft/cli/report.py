@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 
 
 def add_report(sub: argparse._SubParsersAction) -> None:
@@ -80,8 +81,6 @@ def add_grid_command(sub: argparse._SubParsersAction) -> None:
 
 
 def grid_command(args: argparse.Namespace) -> int:
-    import shlex
-
     from spanft.data.registry import get_task
     from spanft.report.grid import grid_command
 

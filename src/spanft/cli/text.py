@@ -6,7 +6,8 @@ import argparse
 import logging
 import sys
 
-from spanft.errors import SpanftError
+from spanft.errors import SpanftError, describe_os_error
+from spanft.fileio import read_text_lines
 from spanft.text.ngrams import DEFAULT_MAX_N
 
 log = logging.getLogger("spanft")
@@ -73,8 +74,6 @@ def add_segment(sub: argparse._SubParsersAction) -> None:
 
 
 def segment(args: argparse.Namespace) -> int:
-    from spanft.errors import describe_os_error
-    from spanft.fileio import read_text_lines
     from spanft.text.segmentation import segment_lines, stdin_lines
 
     segmenter = _segmenter(args)

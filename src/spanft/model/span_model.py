@@ -38,10 +38,11 @@ from transformers.modeling_outputs import (
 )
 
 from spanft.errors import SpanftError
+from spanft.params.hparams import HPARAM_FIELDS
 
 ENCODERS = ("cnn-cnn", "cnn-max", "attention-max", "attention-attention")
 HEADS = ("concat", "span-only", "cls-only")
-CLS_VECTORS = ("hidden", "pooler")
+CLS_VECTORS = HPARAM_FIELDS["cls_vector"].metadata["choices"]  # hidden, pooler: the hyper-parameter's choices
 SEGMENTATIONS = ("spans", "none")
 TASK_TYPES = ("single", "pair", "regression", "tagging")
 REGRESSION_RANGE = (0.0, 5.0)  # STS-B scores

@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from spanft.errors import SpanftError
-from spanft.params.plan import VARIANTS, Variant
+from spanft.fileio import atomic_open
+from spanft.params.plan import AXIS_PARAMS, VARIANTS, Variant
 from spanft.params.schema import FIXED_TASKS
 
 BEGIN = "  # >>> fine-tuning groups, generated from spanft/params/plan.py by `spanft dvc-yaml`: do not edit"
@@ -21,7 +22,6 @@ END = "  # <<< fine-tuning groups"
 # The code every fine-tuning stage runs (tests/test_stage_deps.py checks it against the imports).
 CODE_DEPS = ("pipeline/finetune.py", "src/spanft/__init__.py", "src/spanft/errors.py", "src/spanft/fileio.py",
              "src/spanft/params", "src/spanft/data", "src/spanft/model", "src/spanft/train")
-_AXES = {"encoder": "${studies.snli.encoders}", "size": "${dict_sizes}", "method": "${studies.dictsize.methods}"}
 
 
 def _matrix(variant: Variant) -> list[str]:
@@ -29,14 +29,14 @@ def _matrix(variant: Variant) -> list[str]:
     tasks = FIXED_TASKS.get(study)
     axes = {"backbone": f'"${{studies.{study}.backbones}}"',
             "task": f"[{', '.join(tasks)}]" if tasks else f'"${{studies.{study}.tasks}}"',
-            **{axis: f'"{_AXES[axis]}"' for axis in variant.axes},
+            **{axis: f'"${{{AXIS_PARAMS[axis].format(study=study)}}}"' for axis in variant.axes},
             "seed": f'"${{studies.{study}.seeds}}"'}
     return _wrapped("    matrix: {", [f"{axis}: {values}" for axis, values in axes.items()], "}")
 
 
 def _input(variant: Variant) -> str:
     """The run's input under ``data/``: through the ``input`` var where only the task varies in it."""
-    if variant.axes == ("size", "method"):
+    if variant.input == "sweep":
         return variant.data("${item.task}", {"method": "${item.method}", "size": "${item.size}"})
     return "data/${input}/${item.task}"
 
@@ -83,24 +83,41 @@ def finetune_section() -> str:
 
 
 def _split(text: str, path: Path) -> tuple[str, str, str]:
-    begin, end = text.find(BEGIN + "\n"), text.find(END + "\n")
-    if begin < 0 or end < begin:
-        raise SpanftError(f"{path}: the fine-tuning section's marker lines are missing (they start with "
-                          f"'# >>> fine-tuning groups' and '# <<< fine-tuning groups')")
-    return text[:begin], text[begin:end + len(END) + 1], text[end + len(END) + 1:]
+    """``text`` (``\n`` line ends) as the lines before the section, the section (markers included), the rest."""
+    lines = text.splitlines(keepends=True)
+    begins = [n for n, line in enumerate(lines) if line.rstrip() == BEGIN.rstrip()]
+    ends = [n for n, line in enumerate(lines) if line.rstrip() == END.rstrip()]
+    if len(begins) != 1 or len(ends) != 1 or ends[0] < begins[0]:
+        raise SpanftError(f"{path}: expected one fine-tuning section between the marker lines '# >>> fine-tuning "
+                          f"groups ...' and '# <<< fine-tuning groups' (found {len(begins)} and {len(ends)})")
+    begin, end = begins[0], ends[0] + 1
+    return "".join(lines[:begin]), "".join(lines[begin:end]), "".join(lines[end:])
+
+
+def _read(path: Path) -> tuple[str, str]:
+    """The file's text with ``\n`` line ends, and the line end it uses (``\r\n`` or ``\n``)."""
+    try:
+        raw = path.read_bytes().decode("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SpanftError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
+    newline = "\r\n" if "\r\n" in raw else "\n"
+    return raw.replace("\r\n", "\n"), newline
 
 
 def section_in(path: str | Path) -> str:
     """The fine-tuning section as ``dvc.yaml`` holds it now."""
     path = Path(path)
-    return _split(path.read_text(encoding="utf-8"), path)[1]
+    return _split(_read(path)[0], path)[1]
 
 
 def write_finetune_section(path: str | Path) -> bool:
-    """Rewrite ``dvc.yaml``'s fine-tuning section from the variant table; whether anything changed."""
+    """Rewrite ``dvc.yaml``'s fine-tuning section from the variant table, the rest of the file and its line
+    ends as they are; whether anything changed."""
     path = Path(path)
-    head, section, tail = _split(path.read_text(encoding="utf-8"), path)
+    text, newline = _read(path)
+    head, section, tail = _split(text, path)
     if section == finetune_section():
         return False
-    path.write_text(head + finetune_section() + tail, encoding="utf-8")
+    with atomic_open(path, "wb") as handle:
+        handle.write((head + finetune_section() + tail).replace("\n", newline).encode("utf-8"))
     return True

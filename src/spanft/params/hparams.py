@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import Any
 
 from spanft.errors import SpanftError
-from spanft.params.load import load_params
+from spanft.params.load import load_params, lookup
 
 
-def _hparam(default: Any, help: str, kind: type, minimum: int | None = None, optional: bool = False) -> Any:
-    return field(default=default, metadata={"help": help, "kind": kind, "minimum": minimum, "optional": optional})
+def _hparam(default: Any, help: str, kind: type, minimum: int | None = None, optional: bool = False,
+            choices: tuple[str, ...] = ()) -> Any:
+    return field(default=default, metadata={"help": help, "kind": kind, "minimum": minimum, "optional": optional,
+                                            "choices": choices})
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -34,7 +36,8 @@ class HParams:
                                     optional=True)
     max_span_len: int = _hparam(16, "words per span", int, minimum=1)
     dropout: float = _hparam(0.1, "dropout before the classifier, 0 <= dropout < 1", float)
-    cls_vector: str = _hparam("hidden", "the [CLS] vector: hidden (last layer) | pooler", str)
+    cls_vector: str = _hparam("hidden", "the [CLS] vector: hidden (last layer) | pooler", str,
+                              choices=("hidden", "pooler"))
     max_train_examples: int | None = _hparam(None, "keep the first N training examples", int, minimum=1,
                                              optional=True)
     max_eval_examples: int | None = _hparam(None, "keep the first N of each eval/test split", int, minimum=1,
@@ -55,6 +58,8 @@ def hparam_problem(name: str, value: Any) -> str | None:
     numeric = wanted is float and isinstance(value, int)
     if isinstance(value, bool) or not (isinstance(value, wanted) or numeric):
         return f"expected {_kind(wanted)}, found {value!r}"
+    if spec.metadata["choices"] and value not in spec.metadata["choices"]:
+        return f"{value!r} is not one of {', '.join(spec.metadata['choices'])}"
     if minimum is not None and value < minimum:
         return f"must be at least {minimum}, found {value!r}"
     if name == "lr" and not (math.isfinite(value) and value > 0):
@@ -88,9 +93,4 @@ def load_hparams(spec: str) -> dict[str, Any]:
     file = Path(path)
     if not file.is_file():
         raise SpanftError(f"--hparams: {file} not found")
-    node: Any = load_params(file)
-    for depth, part in enumerate(key.split(".")):
-        if not isinstance(node, dict) or part not in node:
-            raise SpanftError(f"{file}: key {'.'.join(key.split('.')[:depth + 1])} not found")
-        node = node[part]
-    return checked_hparams(node, f"{file}: {key}")
+    return checked_hparams(lookup(load_params(file), key, file), f"{file}: {key}")

@@ -86,6 +86,10 @@ VARIANTS: tuple[Variant, ...] = (
             axes=("size", "method")),
 )
 
+# A variant's matrix axes besides backbone, task and seed, and the params list holding each one's values
+# ({study}: the variant's study). The planned runs, dvc.yaml's matrices and the stage arguments all read it.
+AXIS_PARAMS = {"encoder": "studies.{study}.encoders", "method": "studies.{study}.methods", "size": "dict_sizes"}
+
 STUDIES: tuple[str, ...] = tuple(dict.fromkeys(v.study for v in VARIANTS))
 GROUPS: dict[str, Variant] = {v.group: v for v in VARIANTS}
 
@@ -259,14 +263,19 @@ class Plan:
             raise SpanftError(f"params tasks: {task!r} is not among the prepared tasks ({', '.join(self.tasks)})")
         return Path(self.data.dir) / self.tasks[task]
 
+    def axis_values(self, axis: str, study: str) -> list:
+        """The values of one of a variant's axes: the params list :data:`AXIS_PARAMS` names."""
+        node, *path = AXIS_PARAMS[axis].format(study=study).split(".")
+        value = getattr(self, node)
+        for part in path:
+            value = value[part] if isinstance(value, dict) else getattr(value, part)
+        return list(value)
+
     def members(self, variant: Variant) -> list[dict]:
-        """The values of a variant's extra axes, one dict a run kind (dictsize: methods, then sizes)."""
-        study = self.studies[variant.study]
-        if variant.axes == ("encoder",):
-            return [{"encoder": e} for e in study.encoders]
-        if variant.axes == ("size", "method"):
-            return [{"method": m, "size": s} for m in study.methods for s in self.dict_sizes]
-        return [{}]
+        """One dict of axis values per run kind of ``variant`` ([{}] without axes). The last axis of dvc.yaml's
+        matrix varies slowest, as the planned runs have always been listed (dictsize: methods, then sizes)."""
+        axes = variant.axes[::-1]
+        return [dict(zip(axes, values)) for values in product(*(self.axis_values(a, variant.study) for a in axes))]
 
     def runs(self, study: str | None = None) -> list[PlannedRun]:
         """Every fine-tuning run of every study (or of one): backbones x tasks x seeds x variants."""

@@ -69,11 +69,9 @@ def _backbone(corpus: bool) -> Callable[[dict], list[str]]:
 def _finetune_group(variant: Variant) -> Group:
     """A fine-tuning group of the variant table: the study's backbones x tasks x the variant's axes x seeds."""
     study = variant.study
-    extra: Axes = {"encoder": lambda p: list(p.studies[study].encoders), "size": lambda p: list(p.dict_sizes),
-                   "method": lambda p: list(p.studies[study].methods)}
     axes: Axes = {"backbone": lambda p: list(p.studies[study].backbones),
                   "task": lambda p: list(p.studies[study].tasks),
-                  **{axis: extra[axis] for axis in variant.axes},
+                  **{axis: (lambda p, axis=axis: p.axis_values(axis, study)) for axis in variant.axes},
                   "seed": lambda p: list(p.studies[study].seeds)}
     return Group("finetune", axes, lambda m: [study, m["backbone"], m["task"], variant.run_name(m), str(m["seed"])])
 

@@ -31,7 +31,6 @@ ORIGINS = ("paper", "literature")
 ROW_KEYS = {"row", "origin", "backbone", "method", "values", "gain_over", "device"}
 TABLE_KEYS = {"caption", "split", "columns", "rows"}
 SCORE_METRICS = {"mcc", "accuracy", "f1", "pearson", "average"}
-COUNT_COLUMNS = {"days", "hours_max", "gpus", "extra_parameters_percent"}
 CONLL_TEST_IS_HARDER = "on CoNLL-2003 the test set is usually the harder one (lower F1 than dev)"
 
 

@@ -17,7 +17,7 @@ from spanft.model.span_model import SpanConfig
 from spanft.params.hparams import HPARAM_FIELDS, HParams, hparam_problem
 from spanft.params.plan import PlannedRun
 
-VARIANTS = ("baseline", "sf", "cnn-noseg", "random-seg", "chunker-seg")
+MODEL_VARIANTS = ("baseline", "sf", "cnn-noseg", "random-seg", "chunker-seg")
 SPAN_VARIANTS = ("sf", "random-seg", "chunker-seg")
 
 
@@ -51,8 +51,8 @@ class FinetuneOptions(HParams):
         return Path(self.checkpoint_dir) if self.checkpoint_dir else Path(f"{str(self.out).rstrip('/')}.checkpoints")
 
     def validate(self) -> None:
-        if self.variant not in VARIANTS:
-            raise SpanftError(f"unknown variant {self.variant!r}; valid variants: {', '.join(VARIANTS)}")
+        if self.variant not in MODEL_VARIANTS:
+            raise SpanftError(f"unknown variant {self.variant!r}; valid variants: {', '.join(MODEL_VARIANTS)}")
         for name in HPARAM_FIELDS:
             problem = hparam_problem(name, getattr(self, name))
             if problem:
