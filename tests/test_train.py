@@ -16,7 +16,7 @@ from spanft.data.registry import get_task
 from spanft.errors import SpanftError
 from spanft.model.build import BackboneConfig, make_backbone
 from spanft.train.finetune import run_finetune
-from spanft.train.options import VARIANTS, FinetuneOptions
+from spanft.train.options import MODEL_VARIANTS, FinetuneOptions
 from spanft.train.scoring import word_tag_predictions
 
 SIZES = dict(train=48, eval=24, test=16)
@@ -208,7 +208,7 @@ def test_a_failed_rerun_removes_the_previous_metrics(workspace, monkeypatch):
 # --------------------------------------------------------------------------------------------- variants
 
 
-@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("variant", MODEL_VARIANTS)
 def test_every_variant_runs(workspace, variant):
     summary = run_finetune(_options(workspace, f"runs/variant-{variant}", variant=variant, epochs=1))
     assert summary["variant"] == variant
