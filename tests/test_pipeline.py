@@ -100,8 +100,8 @@ def test_run_stage_exit_codes(tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)
     assert run(lambda params: ["written", "files"]) == 0  # what a body returns is not an exit code
 
-    def fail(params: dict) -> None:
-        raise SpanftError(f"profile {params['profile']} says no")
+    def fail(plan) -> None:
+        raise SpanftError(f"profile {plan.profile} says no")
 
     assert run(fail) == 2
     assert capsys.readouterr().err.strip() == "spanft: error: profile embedded says no"

@@ -232,6 +232,7 @@ class Plan:
     studies: dict[str, Study]
     reports: Reports
     cluster: ClusterSettings
+    origin: str = PARAMS_FILE  # the file the plan was read from: a run or backbone it lacks is named with it
 
     @property
     def synthetic(self) -> bool:
@@ -260,7 +261,7 @@ class Plan:
     def task_folder(self, task: str) -> Path:
         """The task's folder of official files: ``data.dir`` joined with ``tasks.<task>``."""
         if task not in self.tasks:
-            raise SpanftError(f"params tasks: {task!r} is not among the prepared tasks ({', '.join(self.tasks)})")
+            raise SpanftError(f"{self.origin}: tasks: {task!r} is not among the prepared tasks ({', '.join(self.tasks)})")
         return Path(self.data.dir) / self.tasks[task]
 
     def axis_values(self, axis: str, study: str) -> list:
@@ -295,15 +296,15 @@ class Plan:
     def find_run(self, study: str, backbone: str, task: str, variant: str, seed: int) -> PlannedRun:
         """The planned run with this key; an error when the studies do not plan it."""
         if study not in self.studies:
-            raise SpanftError(f"params: no study {study!r} in studies (defined: {', '.join(self.studies)})")
+            raise SpanftError(f"{self.origin}: no study {study!r} in studies (defined: {', '.join(self.studies)})")
         for run in self.runs(study):
             if run.key() == (study, backbone, task, variant, seed):
                 return run
-        raise SpanftError(f"params: studies.{study} plans no run {backbone}/{task}/{variant}/seed{seed}")
+        raise SpanftError(f"{self.origin}: studies.{study} plans no run {backbone}/{task}/{variant}/seed{seed}")
 
     def backbone(self, name: str) -> Backbone:
         if name not in self.backbones:
-            raise SpanftError(f"params: backbone {name!r} is not defined under backbones "
+            raise SpanftError(f"{self.origin}: backbone {name!r} is not defined under backbones "
                               f"(defined: {', '.join(self.backbones) or 'none'})")
         return self.backbones[name]
 
@@ -336,6 +337,7 @@ def plan_from_tree(tree: dict, origin: str = PARAMS_FILE) -> Plan:
                         reports["bootstrap"]["resamples"], reports["bootstrap"]["seed"],
                         tuple(reports["figure2"]["tasks"]), reports["figure2"]["examples"]),
         cluster=settings_from_params(tree["cluster"], origin),
+        origin=origin,
     )
 
 
