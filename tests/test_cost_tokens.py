@@ -12,6 +12,9 @@ import numpy as np
 import pytest
 
 from spanft.model.features import length_grouped_order
+from spanft.params.load import load_params
+from spanft.params.plan import plan_from_tree
+from spanft.params.schema import check_params
 
 ROOT = Path(__file__).resolve().parents[1]
 _spec = importlib.util.spec_from_file_location("cost_model", ROOT / "benchmarks" / "cost_model.py")
@@ -53,11 +56,22 @@ def test_tokens_per_step_are_those_of_the_trainers_batches():
     assert cost_model.tokens_per_step("mrpc", 16, 128, assumptions) == 16 * 128  # no lengths: the cap
 
 
+def rte_tree(hub: dict, glue_backbones: list[str], hparams: dict) -> dict:
+    """profiles/paper.yaml running only the glue study's rte, on these hub backbones and rte hyper-parameters."""
+    tree = load_params(ROOT / "profiles" / "paper.yaml")
+    tree["backbones"] = {"build": {}, "hub": hub, "local": {}}
+    tree["hparams"]["rte"] = hparams
+    for spec in tree["studies"].values():
+        spec["backbones"] = []
+    tree["studies"]["glue"].update(backbones=glue_backbones, tasks=["rte"], seeds=[1])
+    check_params(tree, "test.yaml")
+    return tree
+
+
 def test_step_time_keeps_its_fixed_share_and_scales_the_rest_by_tokens():
     lengths = np.full(2490, 40)  # every rte example 40 sub-tokens: batches of 32 x 40
-    params = {"backbones": {"hub": {"l": {"hub_id": "bert-large-uncased"}}},
-              "hparams": {"rte": {"epochs": 3, "batch_size": 32, "max_seq_len": 128}},
-              "studies": {"glue": {"backbones": ["l"], "tasks": ["rte"], "seeds": [1]}}}
+    params = plan_from_tree(rte_tree({"l": {"hub_id": "bert-large-uncased"}}, ["l"],
+                                     {"epochs": 3, "batch_size": 32, "max_seq_len": 128}))
     assumptions = cost_model.Assumptions(50.0, 2.0, 1.1, eval_fraction=0.0, fixed_share={"large": 0.6},
                                          lengths={"rte": lengths})
     table = cost_model.cost_table(params, assumptions)
@@ -72,8 +86,8 @@ def test_cli_with_timings_needs_no_step_time_and_says_what_was_measured(tmp_path
     timings.write_text(json.dumps({**timing_rows("bert-base-gpu", 30.0, 0.001, 1.04),
                                    **timing_rows("bert-large-gpu", 60.0, 0.003, 1.02)}))
     params = tmp_path / "p.yaml"
-    params.write_text(json.dumps({"backbones": {}, "hparams": {"rte": {"epochs": 1, "batch_size": 32, "max_seq_len": 128}},
-                                  "studies": {"glue": {"backbones": ["b"], "tasks": ["rte"], "seeds": [1]}}}))
+    params.write_text(json.dumps(rte_tree({"b": {"hub_id": "some/base-model"}}, ["b"],
+                                          {"epochs": 1, "batch_size": 32, "max_seq_len": 128})))
     assert cost_model.main(["--timings", str(timings), "--params", str(params)]) == 0
     out = capsys.readouterr().out
     assert "GPU X" in out and "base step 30.0 ms" in out and "large 60.0 ms" in out

@@ -18,7 +18,7 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-from huggingface_hub import HfApi, constants
+import huggingface_hub
 
 from spanft.data.hub import settle_offline_mode
 from spanft.errors import SpanftError
@@ -61,7 +61,7 @@ def hub_commit(repo_id: str, revision: str | None = None, repo_type: str = "data
     if settle_offline_mode():
         return _cached_commit(repo_id, revision, repo_type)
     try:
-        info = (HfApi().dataset_info if repo_type == "dataset" else HfApi().model_info)(repo_id, revision=revision)
+        info = (huggingface_hub.HfApi().dataset_info if repo_type == "dataset" else huggingface_hub.HfApi().model_info)(repo_id, revision=revision)
         if info.sha:
             return str(info.sha)
     except Exception as exc:  # offline, gated, rate-limited: fall back to the cache
@@ -71,7 +71,7 @@ def hub_commit(repo_id: str, revision: str | None = None, repo_type: str = "data
 
 
 def _cached_commit(repo_id: str, revision: str | None, repo_type: str) -> str | None:
-    ref = Path(constants.HF_HUB_CACHE) / f"{repo_type}s--{repo_id.replace('/', '--')}" / "refs" / (revision or "main")
+    ref = Path(huggingface_hub.constants.HF_HUB_CACHE) / f"{repo_type}s--{repo_id.replace('/', '--')}" / "refs" / (revision or "main")
     if ref.is_file():
         commit = ref.read_text(encoding="utf-8").strip()
         return commit if _COMMIT.match(commit) else None
