@@ -18,9 +18,6 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-import huggingface_hub
-
-from spanft.data.hub import settle_offline_mode
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open, read_text
 
@@ -56,12 +53,18 @@ def hub_commit(repo_id: str, revision: str | None = None, repo_type: str = "data
 
     Asks the hub; offline, reads the ref the hub cache recorded when the files were downloaded.
     """
+    # The hub's modules only here: the report stage reads records and never resolves a commit.
+    import huggingface_hub
+
+    from spanft.data.hub import settle_offline_mode
+
     if revision and _COMMIT.match(revision):
         return revision
     if settle_offline_mode():
         return _cached_commit(repo_id, revision, repo_type)
     try:
-        info = (huggingface_hub.HfApi().dataset_info if repo_type == "dataset" else huggingface_hub.HfApi().model_info)(repo_id, revision=revision)
+        api = huggingface_hub.HfApi()
+        info = (api.dataset_info if repo_type == "dataset" else api.model_info)(repo_id, revision=revision)
         if info.sha:
             return str(info.sha)
     except Exception as exc:  # offline, gated, rate-limited: fall back to the cache
@@ -71,7 +74,10 @@ def hub_commit(repo_id: str, revision: str | None = None, repo_type: str = "data
 
 
 def _cached_commit(repo_id: str, revision: str | None, repo_type: str) -> str | None:
-    ref = Path(huggingface_hub.constants.HF_HUB_CACHE) / f"{repo_type}s--{repo_id.replace('/', '--')}" / "refs" / (revision or "main")
+    import huggingface_hub  # see hub_commit
+
+    repo = Path(huggingface_hub.constants.HF_HUB_CACHE) / f"{repo_type}s--{repo_id.replace('/', '--')}"
+    ref = repo / "refs" / (revision or "main")
     if ref.is_file():
         commit = ref.read_text(encoding="utf-8").strip()
         return commit if _COMMIT.match(commit) else None
