@@ -23,7 +23,7 @@ def main() -> int:
         backbone = plan.backbone(args.name)
         from spanft.model.backbone import write_backbone  # torch only now: a params mistake is told at once
 
-        print(write_backbone(backbone.name, backbone.source, backbone.settings, args.out, args.corpus))
+        print(write_backbone(backbone.name, backbone.source, backbone.settings, args.out, args.corpus, plan.threads))
 
     return run_stage_script("backbone", parser, make)
 

@@ -26,7 +26,7 @@ def main() -> int:
         from spanft.train.finetune import run_and_print
         from spanft.train.options import FinetuneOptions
 
-        run_and_print(FinetuneOptions.for_run(run, plan.hparams[run.task]))
+        run_and_print(FinetuneOptions.for_run(run, plan.hparams[run.task], plan.threads))
 
     return run_stage_script("finetune", parser, finetune, quiet=True)
 

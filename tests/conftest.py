@@ -4,6 +4,14 @@ import os
 
 import pytest
 
+from spanft.threads import thread_count
+
+# Before anything imports torch or numpy: a worker's OpenMP and BLAS pools get its share of the cores (the
+# rule of spanft.threads: cores / pytest-xdist workers), not one thread per core each. Training code sets
+# torch's count itself by the same rule.
+for _name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+    os.environ[_name] = str(thread_count())
+
 _OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE", "DISABLE_SAFETENSORS_CONVERSION")
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from spanft.cluster.fanout import executor_name, job_threads
+from spanft.cluster.fanout import executor_name, job_cores
 from spanft.cluster.workspace import head_state, prepare_workspace, snapshot
 from spanft.errors import SpanftError
 from spanft.params.cluster import ClusterSettings
@@ -55,16 +55,16 @@ def test_slurm_without_sbatch_is_refused_and_auto_falls_back_to_local(monkeypatc
 
 def test_local_jobs_share_the_cores_and_slurm_jobs_use_their_cpus(monkeypatch):
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(16)))
-    assert job_threads(ClusterSettings(), "local", 4) == 4
-    assert job_threads(ClusterSettings(), "local", 32) == 1
-    assert job_threads(ClusterSettings(cpus_per_job=6), "slurm", 4) == 6
+    assert job_cores(ClusterSettings(), "local", 4) == 4
+    assert job_cores(ClusterSettings(), "local", 32) == 1
+    assert job_cores(ClusterSettings(cpus_per_job=6), "slurm", 4) == 6
 
 
 def test_local_jobs_share_the_cores_this_process_may_use_not_the_machines(monkeypatch):
     """Under a cgroup or taskset (a SLURM allocation, a container) the machine's core count is not ours."""
     monkeypatch.setattr("os.cpu_count", lambda: 64)
     monkeypatch.setattr("os.sched_getaffinity", lambda pid: {3, 4, 5, 6})
-    assert job_threads(ClusterSettings(), "local", 2) == 2
+    assert job_cores(ClusterSettings(), "local", 2) == 2
 
 
 def test_local_gpu_jobs_get_the_callers_gpus_and_no_more_jobs_than_they_go_round(monkeypatch, tmp_path):
@@ -209,11 +209,16 @@ def test_a_stage_whose_earlier_job_still_runs_is_not_sent_again(tmp_path):
     from spanft.cluster.fanout import refuse_if_still_running
     from spanft.cluster.stages import StaleStage
 
-    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "submitit"])  # a live job
+    from spanft.cluster.tracking import process_start
+
+    # a live job, checked at once: its command line may still be pytest's (not yet exec'd), its start time is its own
+    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    started = process_start(str(stand_in.pid))
     earlier = tmp_path / "jobs" / "20260101-000000-1"
     earlier.mkdir(parents=True)
-    (earlier / "jobs.tsv").write_text(f"stage\texecutor\tjob\tlog\nglue_sf@tiny-cola-1\tlocal\t{stand_in.pid}\tx.err\n"
-                                      f"glue_sf@tiny-mrpc-1\tlocal\t{2**22 + 7}\ty.err\n", encoding="utf-8")
+    (earlier / "jobs.tsv").write_text(f"stage\texecutor\tjob\tlog\tstarted\n"
+                                      f"glue_sf@tiny-cola-1\tlocal\t{stand_in.pid}\tx.err\t{started}\n"
+                                      f"glue_sf@tiny-mrpc-1\tlocal\t{2**22 + 7}\ty.err\t1.000\n", encoding="utf-8")
     stale = [StaleStage("glue_sf@tiny-cola-1", ()), StaleStage("glue_sf@tiny-mrpc-1", ())]
     try:
         with pytest.raises(SpanftError, match=rf"still queued or running: glue_sf@tiny-cola-1 \(job {stand_in.pid}\);"):
@@ -223,6 +228,21 @@ def test_a_stage_whose_earlier_job_still_runs_is_not_sent_again(tmp_path):
         stand_in.kill()
         stand_in.wait()
     refuse_if_still_running(tmp_path, stale)
+
+
+def test_a_process_that_got_a_dead_jobs_id_back_is_not_that_job():
+    from spanft.cluster.tracking import local_job_alive, process_start
+
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        started = process_start(str(process.pid))
+        assert started and local_job_alive(str(process.pid), started)
+        assert not local_job_alive(str(process.pid), f"{float(started) - 100:.3f}")  # same id, earlier process
+        assert not local_job_alive(str(process.pid), "")  # gone before the manifest was written
+    finally:
+        process.kill()
+        process.wait()
+    assert not local_job_alive(str(process.pid), started)
 
 
 def test_each_submission_keeps_its_jobs_files_apart(tmp_path):
@@ -241,6 +261,9 @@ def test_sbatch_refusing_the_array_is_one_line(tmp_path, monkeypatch):
     fake.parent.mkdir()
     fake.write_text("#!/bin/sh\necho 'sbatch: error: invalid partition specified: nosuch' >&2\nexit 1\n")
     fake.chmod(0o755)
+    srun = fake.parent / "srun"  # submitit looks for it before it calls sbatch: a machine without SLURM lacks it
+    srun.write_text("#!/bin/sh\nexit 1\n")
+    srun.chmod(0o755)
     monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
     call = StageJob("glue_sf@tiny-cola-1", (), str(tmp_path), "0" * 40, "snap", "ws", "cache", 1)
     with pytest.raises(SpanftError) as error:

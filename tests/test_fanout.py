@@ -138,7 +138,7 @@ def slurm(tmp_path_factory):
 
 def manifest(project: Path) -> dict[str, tuple[str, str]]:
     lines = (project / ".fanout" / "jobs.tsv").read_text(encoding="utf-8").splitlines()[1:]
-    return {stage: (job, log) for stage, _, job, log in (line.split("\t") for line in lines)}
+    return {stage: (job, log) for stage, _, job, log, *_ in (line.split("\t") for line in lines)}
 
 
 def checkpoint_written(project: Path, stage: str) -> bool:

@@ -23,6 +23,7 @@ import pytest
 
 from spanft.data.registry import get_task
 from spanft.train.checkpoints import ELAPSED_FILE, RUN_MARKER, prepare_checkpoint_dir
+from spanft.train.finetune import MEASURED_KEYS
 from spanft.train.options import FinetuneOptions
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
@@ -181,7 +182,7 @@ def _complete_checkpoint(directory: Path) -> Callable[[], bool]:
 
 
 def _without_time(summary: dict) -> dict:
-    return {key: value for key, value in summary.items() if key not in ("train_seconds", "resumed_from")}
+    return {key: value for key, value in summary.items() if key not in (*MEASURED_KEYS, "resumed_from")}
 
 
 def test_killed_finetune_leaves_no_run_and_resumes_to_the_same_result(task_workspace, tmp_path):

@@ -207,7 +207,7 @@ def test_fine_tuning_stages_are_exactly_the_planned_runs(stages):
         run = seen[key] = planned[key]
         assert stage["outs"] == [run.out], name
         assert run.data in stage["deps"] and run.backbone_dir in stage["deps"], name
-        assert stage["params"] == [f"hparams.{run.task}"], name
+        assert stage["params"] == [f"hparams.{run.task}", "threads"], name
         assert ("baseline" in name) == (run.data.startswith("data/tasks/")) or run.variant == "cnn-noseg", name
     assert set(seen) == set(planned)
 

@@ -15,7 +15,7 @@ from spanft.cli import main
 from spanft.data.registry import get_task
 from spanft.errors import SpanftError
 from spanft.model.build import BackboneConfig, make_backbone
-from spanft.train.finetune import run_finetune
+from spanft.train.finetune import MEASURED_KEYS, run_finetune
 from spanft.train.options import MODEL_VARIANTS, FinetuneOptions
 from spanft.train.scoring import word_tag_predictions
 
@@ -78,7 +78,7 @@ def _read_tsv(path: Path) -> pd.DataFrame:
 
 
 def _without_time(metrics: dict) -> dict:
-    return {k: v for k, v in metrics.items() if k not in ("train_seconds", "resumed_from")}
+    return {k: v for k, v in metrics.items() if k not in (*MEASURED_KEYS, "resumed_from")}
 
 
 # --------------------------------------------------------------------------------------------- outputs
@@ -98,6 +98,11 @@ def test_run_writes_complete_metrics_and_predictions(workspace, reference):
         assert key in summary
     assert (summary["task"], summary["variant"], summary["seed"]) == ("sst2", "sf", 5)
     assert summary["best_epoch"] in (1, 2) and summary["train_seconds"] > 0
+    steps = 2 * -(-len(pd.read_parquet(Path(options.data) / "train.parquet")) // 16)
+    timed = summary["step_time"]  # every optimizer step but the warm-up ones, on both clocks
+    assert timed["steps_timed"] == steps - 3 and 0 < timed["step_seconds"] < summary["train_seconds"]
+    assert 0 < timed["step_cpu_seconds"] and isinstance(timed["contended"], bool)
+    assert summary["threads"] >= 1
     assert [row["epoch"] for row in summary["history"]] == [1, 2]
     assert all({"train_loss", "eval_loss", "eval_accuracy"} <= set(row) for row in summary["history"])
     best = summary["history"][summary["best_epoch"] - 1]["eval_accuracy"]
@@ -194,6 +199,32 @@ def test_checkpoints_of_other_settings_are_not_resumed(workspace):
     changed = _options(workspace, "runs/other", checkpoint_dir=str(workspace / "ckpt/other"), lr=1e-3)
     assert changed.fingerprint() != options.fingerprint()
     assert run_finetune(changed)["resumed_from"] is None
+
+
+def test_a_checkpoint_of_another_thread_count_is_not_resumed(workspace):
+    """CPU kernels sum in per-thread chunks: a run continued on another thread count would not equal an
+    uninterrupted one, so it starts over (whatever OMP_NUM_THREADS the shell exports), and says the count."""
+    options = _options(workspace, "runs/threads", checkpoint_dir=str(workspace / "ckpt/threads"), threads=2)
+    with pytest.raises(KeyboardInterrupt):
+        run_finetune(replace(options, extra_callbacks=[_StopAfterFirstCheckpoint()]))
+    again = run_finetune(replace(options, threads=1))
+    assert again["resumed_from"] is None and again["threads"] == 1
+    assert json.loads((workspace / "runs/threads/metrics.json").read_text())["threads"] == 1
+
+
+def test_history_records_keep_one_key_order_whatever_the_log_order():
+    from types import SimpleNamespace
+
+    from spanft.train.finetune import _history
+
+    logged = [{"epoch": 1.0, "eval_loss": 0.5, "eval_accuracy": 0.7, "step": 3},  # evaluation logged first
+              {"epoch": 1.0, "loss": 0.9, "step": 3},
+              {"epoch": 2.0, "loss": 0.8, "step": 6},
+              {"epoch": 2.0, "eval_accuracy": 0.8, "eval_loss": 0.4, "eval_runtime": 1.0, "step": 6},
+              {"epoch": 2.0, "train_runtime": 9.0}]
+    history = _history(SimpleNamespace(state=SimpleNamespace(log_history=logged)))
+    assert [list(row) for row in history] == [["epoch", "train_loss", "eval_accuracy", "eval_loss"]] * 2
+    assert history[0] == {"epoch": 1, "train_loss": 0.9, "eval_accuracy": 0.7, "eval_loss": 0.5}
 
 
 def test_a_failed_rerun_removes_the_previous_metrics(workspace, monkeypatch):

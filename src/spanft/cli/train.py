@@ -19,6 +19,8 @@ def add_finetune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--checkpoint-dir", default=None, help="per-epoch checkpoints (default: <out>.checkpoints)")
     p.add_argument("--encoder", default=None, help="cnn-cnn (default) | cnn-max | attention-max | attention-attention")
     p.add_argument("--head", default=None, help="concat (default) | span-only | cls-only")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch threads (default 0: the usable cores divided by the training processes sharing them)")
     p.add_argument("--hparams", default=None, metavar="FILE:KEY",
                    help="read hyper-parameters from a YAML block (params.yaml:hparams.cola); flags given here win")
     # One flag per HParams field, with its help; None so that --hparams can fill it, HParams holds the default.

@@ -3,7 +3,8 @@
 1. The head's upstream stages (task data, segmentations, backbones) run here, with ``dvc repro``.
 2. DVC names the fine-tuning stages still to run (:func:`spanft.cluster.stages.stale_finetune_stages`).
 3. Each is submitted through submitit: one SLURM job array (``cluster.max_parallel`` at once), or local
-   processes, ``--jobs`` at a time, each with ``cores / jobs`` torch threads.
+   processes, ``--jobs`` at a time, each on ``cores / jobs`` cores (its torch threads follow params
+   ``threads``: :mod:`spanft.threads`, which the job tells how many jobs share the cores).
 4. A line reports each change (done / running / failed); each failed job is named by its stage, its error
    and its log (:mod:`spanft.cluster.tracking`).
 5. When every job finished, the head's ``dvc repro`` restores each run from the run-cache and builds the
@@ -47,6 +48,7 @@ from spanft.cluster.tracking import (
 from spanft.cluster.workspace import HeadState, cache_dir, git, head_state, snapshot
 from spanft.errors import SpanftError
 from spanft.params.cluster import ClusterSettings
+from spanft.threads import SHARING_ENV, thread_count
 
 log = logging.getLogger("spanft")
 
@@ -63,16 +65,12 @@ def executor_name(settings: ClusterSettings) -> str:
     return "slurm" if found else "local"
 
 
-def job_threads(settings: ClusterSettings, executor: str, jobs: int) -> int:
-    """Torch threads per job: the job's CPUs on SLURM; the cores this process may use, shared by the jobs at
-    once, locally (its CPU affinity: what a cgroup or ``taskset`` leaves it, not every core of the machine)."""
+def job_cores(settings: ClusterSettings, executor: str, jobs: int) -> int:
+    """Cores per job: the job's CPUs on SLURM; locally the cores this process may use, shared by the jobs at
+    once (its CPU affinity: what a cgroup or ``taskset`` leaves it, not every core of the machine)."""
     if executor == "slurm":
         return settings.cpus_per_job
-    return max(1, usable_cores() // max(1, jobs))
-
-
-def usable_cores() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return thread_count(0, {SHARING_ENV: str(jobs)})
 
 
 def local_gpus() -> list[str]:
@@ -238,14 +236,15 @@ def send(root: Path, head: HeadState, stale: list[StaleStage], settings: Cluster
     """Submit every stale stage, report as jobs end, and return how many failed."""
     folder = settings.folder_path(root)
     parallel = min(parallel if executor == "slurm" else local_slots(settings, parallel), len(stale))
-    threads = job_threads(settings, executor, parallel)
+    cores = job_cores(settings, executor, parallel)
     snap, shared_cache = str(snapshot(head, folder)), cache_dir(root)
+    processes = parallel if executor == "local" else 1
     calls = [StageJob(stage.name, stage.upstream, str(root), head.commit, snap,
-                      str(folder / "workspaces" / stage.name), shared_cache, threads, settings.remote)
+                      str(folder / "workspaces" / stage.name), shared_cache, processes, settings.remote)
              for stage in stale]
     submission = new_submission(folder)
-    log.info("fanout: %d jobs through %s (%d at once, %d torch threads each); logs under %s",
-             len(calls), executor, parallel, threads, submission)
+    log.info("fanout: %d jobs through %s (%d at once, %d cores each: params threads, or 0 for all of them); "
+             "logs under %s", len(calls), executor, parallel, cores, submission)
     logging.getLogger("submitit").setLevel(logging.ERROR)  # its "sacct not found" warnings: we ask squeue
     if executor == "slurm":
         submitted = submit_array(slurm_executor(settings, submission, parallel), calls)

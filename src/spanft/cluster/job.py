@@ -20,6 +20,7 @@ from submitit.helpers import Checkpointable
 from spanft.cluster.processes import run_group
 from spanft.cluster.workspace import prepare_workspace
 from spanft.errors import SpanftError
+from spanft.threads import SHARING_ENV, thread_count
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
@@ -35,7 +36,7 @@ class StageJob(Checkpointable):
     snapshot: str
     workspace: str
     cache_dir: str
-    threads: int
+    processes: int = 1  # jobs sharing this node's cores at once (local jobs; a SLURM job has its own CPUs)
     remote: str = ""
     gpus: str | None = None  # local jobs: their CUDA_VISIBLE_DEVICES; None on SLURM, which sets it
 
@@ -51,9 +52,11 @@ class StageJob(Checkpointable):
     def _run(self, workspace: Path) -> str:
         prepare_workspace(Path(self.head_root), self.commit, Path(self.snapshot), workspace, self.cache_dir)
         code = os.pathsep.join(filter(None, [str(workspace / "src"), os.environ.get("PYTHONPATH")]))
-        env = {**os.environ, **{name: str(self.threads) for name in THREAD_VARIABLES},
+        env = {**os.environ, SHARING_ENV: str(self.processes),
                "PYTHONPATH": code,  # the stage scripts import spanft from the commit, not the head's tree
                "DVC_NO_ANALYTICS": "1", "TOKENIZERS_PARALLELISM": "false"}
+        # torch's count is the stage's own (spanft.threads); these keep numpy's BLAS and tokenizers within it too
+        env.update({name: str(thread_count(0, env)) for name in THREAD_VARIABLES})
         if self.gpus is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.gpus
         if self.upstream:

@@ -1,7 +1,8 @@
 """Which job is which, and where each stands: the submission manifests, the scheduler's states, outcomes.
 
 Each submission has its own folder, ``<folder>/jobs/<submission>/``: submitit's files of its jobs and a
-``jobs.tsv`` (stage, executor, job id, log); ``<folder>/jobs.tsv`` is a copy of the latest. Job ids are not
+``jobs.tsv`` (stage, executor, job id, log, and a local job's start time); ``<folder>/jobs.tsv`` is a copy of
+the latest. Job ids are not
 unique over time (local ids are process ids; a new SLURM controller counts from 1 again), so a job's files are
 only ever read from its own submission's folder. SLURM states come from ``squeue`` (``sacct`` needs an
 accounting database that small clusters lack); a job squeue no longer lists has ended.
@@ -34,6 +35,11 @@ class Submitted:
     slot: int = 0  # local: which of the --jobs places it runs in
     outcome: str = ""  # '' while queued or running, then 'done' or why it failed
     exited_at: float | None = None  # when the scheduler first said it exited well (waiting for its result file)
+    started: str = ""  # local: its controller process's start time, which with the pid names that process alone
+
+    def __post_init__(self) -> None:
+        if self.executor == "local" and not self.started:
+            self.started = process_start(self.job.job_id)
 
     @property
     def executor(self) -> str:
@@ -48,9 +54,10 @@ def new_submission(folder: Path) -> Path:
 
 
 def write_manifest(submission: Path, submitted: list[Submitted]) -> None:
-    """The submission's ``jobs.tsv`` (stage, executor, job id, log), and a copy as ``<folder>/jobs.tsv``."""
-    rows = "".join(f"{s.stage}\t{s.executor}\t{s.job.job_id}\t{s.job.paths.stderr}\n" for s in submitted)
-    text = "stage\texecutor\tjob\tlog\n" + rows
+    """The submission's ``jobs.tsv`` (stage, executor, job id, log, start), and a copy as ``<folder>/jobs.tsv``."""
+    rows = "".join(f"{s.stage}\t{s.executor}\t{s.job.job_id}\t{s.job.paths.stderr}\t{s.started}\n"
+                   for s in submitted)
+    text = "stage\texecutor\tjob\tlog\tstarted\n" + rows
     (submission / MANIFEST).write_text(text, encoding="utf-8")
     (submission.parent.parent / MANIFEST).write_text(text, encoding="utf-8")
 
@@ -61,19 +68,34 @@ def still_active(folder: Path) -> dict[str, str]:
     for manifest in sorted((folder / "jobs").glob(f"*/{MANIFEST}")):
         for line in manifest.read_text(encoding="utf-8").splitlines()[1:]:
             fields = line.split("\t")
-            if len(fields) == 4:
-                recorded.append(fields[:3])
-    slurm = {job for _, executor, job in recorded if executor == "slurm"}
+            if len(fields) in (4, 5):  # 4: written before local jobs recorded their start
+                recorded.append((*fields[:3], fields[4] if len(fields) == 5 else None))
+    slurm = {job for _, executor, job, _ in recorded if executor == "slurm"}
     live = slurm_states(slurm) if slurm else {}
-    return {stage: job for stage, executor, job in recorded
-            if (live.get(job, "") in ACTIVE if executor == "slurm" else local_job_alive(job))}
+    return {stage: job for stage, executor, job, started in recorded
+            if (live.get(job, "") in ACTIVE if executor == "slurm" else local_job_alive(job, started))}
 
 
-def local_job_alive(job_id: str) -> bool:
-    """A local job's id is its controller's process id: alive while that process runs submitit."""
+def process_start(job_id: str) -> str:
+    """A process's start time as the manifest records it ('' when it is gone already)."""
+    try:
+        return f"{psutil.Process(int(job_id)).create_time():.3f}"
+    except (ValueError, psutil.Error):
+        return ""
+
+
+def local_job_alive(job_id: str, started: str | None) -> bool:
+    """A local job's id is its controller's process id: alive while the process of that id and start time runs.
+
+    The start time tells the controller from a later process that got its id back, from the moment it is
+    forked (a command line is its parent's until it execs). A manifest without start times (older ones) falls
+    back to the command line, which by then is long exec'd.
+    """
     try:
         process = psutil.Process(int(job_id))
-        return process.is_running() and "submitit" in " ".join(process.cmdline())
+        if started is None:
+            return process.is_running() and "submitit" in " ".join(process.cmdline())
+        return bool(started) and process.is_running() and f"{process.create_time():.3f}" == started
     except (ValueError, psutil.Error):
         return False
 

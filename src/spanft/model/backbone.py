@@ -19,16 +19,21 @@ from spanft.model.loading import (
     fetch_hub_backbone,
 )
 from spanft.params.profiles import resolve_packaged_paths
+from spanft.threads import use_threads
 
 SOURCES = ("build", "hub", "local")
 
 
-def write_backbone(name: str, source: str, spec: dict, out: str | os.PathLike, corpus: str | None = None) -> str:
-    """Build, fetch or copy backbone ``name`` into ``out`` as ``spec`` says; return a one-line summary."""
+def write_backbone(name: str, source: str, spec: dict, out: str | os.PathLike, corpus: str | None = None,
+                   threads: int = 0) -> str:
+    """Build, fetch or copy backbone ``name`` into ``out`` as ``spec`` says; return a one-line summary.
+
+    ``threads``: torch threads of the MLM pre-training of a built backbone (:func:`spanft.threads.thread_count`).
+    """
     if source not in SOURCES:
         raise SpanftError(f"backbone {name}: unknown source {source!r}; valid sources: {', '.join(SOURCES)}")
     if source == "build":
-        return _build(name, spec, out, corpus)
+        return _build(name, spec, out, corpus, threads)
     if source == "hub":
         if not spec.get("hub_id"):
             raise SpanftError(f"backbone {name}: source hub needs hub_id")
@@ -50,7 +55,7 @@ def write_backbone(name: str, source: str, spec: dict, out: str | os.PathLike, c
             f"{summary['layers']} layers x {summary['hidden']}, {origin}, {summary['seconds']} s")
 
 
-def _build(name: str, spec: dict, out: str | os.PathLike, corpus: str | None) -> str:
+def _build(name: str, spec: dict, out: str | os.PathLike, corpus: str | None, threads: int) -> str:
     if corpus is None:
         raise SpanftError(f"backbone {name}: source build needs a corpus file")
     fields = set(BackboneConfig.__dataclass_fields__)
@@ -58,9 +63,10 @@ def _build(name: str, spec: dict, out: str | os.PathLike, corpus: str | None) ->
     if unknown:
         raise SpanftError(f"backbone {name}: unknown build setting {', '.join(unknown)}; valid: {', '.join(fields)}")
     cfg = BackboneConfig(**spec)
+    threads = use_threads(threads)
     summary = make_backbone(corpus, out, cfg)
     loss = f", MLM loss {summary['mlm_train_loss']:.3f}" if "mlm_train_loss" in summary else ""
     casing = "uncased" if summary["lowercase"] else "cased"
     return (f"backbone {name}: {out}: {summary['parameters']:,} parameters, vocabulary {summary['vocab_size']} "
             f"({cfg.tokenizer}, {casing}), {cfg.layers} layers x {cfg.hidden}, {cfg.mlm_steps} MLM steps{loss}, "
-            f"{summary['seconds']} s")
+            f"{summary['seconds']} s on {threads} thread(s)")

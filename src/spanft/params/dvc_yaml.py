@@ -21,7 +21,7 @@ END = "  # <<< fine-tuning groups"
 
 # The code every fine-tuning stage runs (tests/test_stage_deps.py checks it against the imports).
 CODE_DEPS = ("pipeline/finetune.py", "src/spanft/__init__.py", "src/spanft/errors.py", "src/spanft/fileio.py",
-             "src/spanft/params", "src/spanft/data", "src/spanft/model", "src/spanft/train")
+             "src/spanft/threads.py", "src/spanft/params", "src/spanft/data", "src/spanft/model", "src/spanft/train")
 
 
 def _matrix(variant: Variant) -> list[str]:
@@ -53,7 +53,7 @@ def _group(variant: Variant, first: bool) -> list[str]:
         lines.append(f"    vars: [{{input: {variant.data('', {}).removeprefix('data/').rstrip('/')}}}]")
     lines += _matrix(variant)
     if first:
-        lines += ["    cmd: python pipeline/finetune.py", '    params: ["hparams.${item.task}"]']
+        lines += ["    cmd: python pipeline/finetune.py", '    params: ["hparams.${item.task}", threads]']
     if first or "${input}" not in _input(variant):
         deps = [*CODE_DEPS, '"data/backbones/${item.backbone}"', f'"{_input(variant)}"']
         lines += _wrapped("    deps: [", deps, "]")

@@ -229,6 +229,7 @@ class Plan:
     chunker: Chunker
     backbones: dict[str, Backbone]
     hparams: dict[str, HParams]
+    threads: int  # torch threads per training process (0: spanft.threads.thread_count's rule)
     studies: dict[str, Study]
     reports: Reports
     cluster: ClusterSettings
@@ -332,6 +333,7 @@ def plan_from_tree(tree: dict, origin: str = PARAMS_FILE) -> Plan:
         backbones={name: Backbone(str(name), source, dict(spec or {}))
                    for source, group in tree["backbones"].items() for name, spec in (group or {}).items()},
         hparams={task: HParams(**values) for task, values in hparams.items()},
+        threads=tree["threads"],
         studies={name: _study(name, spec) for name, spec in tree["studies"].items()},
         reports=Reports(dict(reports["paper_names"] or {}), tuple(reports["mcnemar_tasks"]),
                         reports["bootstrap"]["resamples"], reports["bootstrap"]["seed"],

@@ -62,6 +62,7 @@ SCHEMA: dict[str, Any] = {
     "ngrams": {"min_n": _INT, "max_n": _INT, "min_count": _INT},
     "dict_sizes": _INTS,
     "dict_size": _INT,
+    "threads": _INT,  # torch threads per training process; 0: spanft.threads' rule (cores / processes sharing them)
     "data": {"source": _STR, "dir": _STR, "revisions": {"*": _STR},
              "synthetic": {"train_size": _INT, "eval_size": _INT, "test_size": _INT, "seed": _INT}},
     "tasks": {"*": _STR},  # task -> its folder of official files under data.dir
@@ -176,6 +177,7 @@ def _check_values(tree: dict, path) -> None:
     if tree["dict_size"] <= 0:
         raise SpanftError(f"{path}: dict_size must be a positive number of entries, found {tree['dict_size']}")
     _check_counts(tree, path)
+    _check_threads(tree["threads"], path)
     _check_ngrams(tree["ngrams"], path)
     _check_seeds(tree, path)
     _check_sources(tree, path)
@@ -198,6 +200,15 @@ _SEEDS = ("corpus.seed", "data.synthetic.seed", "segmentation.random_seed",
 BOOTSTRAP_MIN_RESAMPLES = 39  # spanft.report.bootstrap.MIN_RESAMPLES (params import no report code)
 MAX_N = 5  # the paper counts and matches n-grams of 2 to 5 words; longer ones were never studied
 SEED_LIMIT = 2**32  # numpy and torch seeds: 0 .. 2**32 - 1
+
+
+MAX_THREADS = 1024  # the most torch threads a params file or a flag may ask for
+
+
+def _check_threads(threads: int, path) -> None:
+    if not 0 <= threads <= MAX_THREADS:
+        raise SpanftError(f"{path}: threads must be 0 (the cores this process may use, divided by the training "
+                          f"processes sharing them) or a count from 1 to {MAX_THREADS}, found {threads!r}")
 
 
 def _check_counts(tree: dict, path) -> None:

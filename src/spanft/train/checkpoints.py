@@ -1,7 +1,7 @@
 """Per-epoch checkpoints of a run: which one to resume from, their completion mark, and their removal.
 
-A rerun with the same settings, data, backbone files, spanft code and number of processes resumes from the
-last complete checkpoint; checkpoints of anything else are cleared (a run killed, then re-run after a commit
+A rerun with the same settings, data, backbone files, spanft code, number of processes and torch threads resumes
+from the last complete checkpoint; checkpoints of anything else are cleared (a run killed, then re-run after a commit
 changed its backbone or the training code, starts over rather than mixing the two). Only the main process of a distributed run changes the directory.
 A checkpoint directory is ours only when it holds the run marker: a directory of the user's (files but no
 marker) is refused, never cleared, and a directory that existed before the run is never removed.
@@ -28,7 +28,7 @@ log = logging.getLogger("spanft")
 
 
 RUN_MARKER = "spanft_run.json"  # in the checkpoint dir: the settings its checkpoints belong to
-_MATCHED = ("settings", "data", "backbone", "code", "processes")  # the marker keys a resumable checkpoint must share
+_MATCHED = ("settings", "data", "backbone", "code", "processes", "threads")  # the marker keys a resumable checkpoint must share
 CREATED = "created_directory"  # marker key: the run made the directory itself (then it may remove it)
 
 
@@ -112,18 +112,20 @@ def check_checkpoint_dir(directory: Path, inputs=()) -> None:
 
 
 def prepare_checkpoint_dir(options: FinetuneOptions, task: TaskSpec, *, main: bool = True,
-                           processes: int = 1) -> str | None:
-    """The checkpoint to resume from, or None; checkpoints of other settings, data, backbone, code or process
-    count are cleared.
+                           processes: int = 1, threads: int = 1) -> str | None:
+    """The checkpoint to resume from, or None; checkpoints of other settings, data, backbone, code, process
+    count or torch thread count are cleared.
 
     Only the main process (``main``) changes the directory: it clears foreign and incomplete checkpoints and
     writes the marker; the other processes of a distributed run call this after it, read only, and find the
     same checkpoint. A checkpoint of a different number of processes is not resumed: the effective batch
-    size and the data order would differ.
+    size and the data order would differ. Nor is one of another thread count: CPU kernels sum in per-thread
+    chunks, so the continued run would not equal an uninterrupted one.
     """
     directory = options.checkpoint_path()
     marker = {"settings": options.fingerprint(), "data": _data_digest(Path(options.data), task.all_splits),
-              "backbone": _backbone_digest(options.backbone), "code": _code_digest(), "processes": processes}
+              "backbone": _backbone_digest(options.backbone), "code": _code_digest(), "processes": processes,
+              "threads": threads}
     found = _read_marker(directory / RUN_MARKER)
     matches = found is not None and all(found.get(key) == marker[key] for key in _MATCHED)
     if not main:
@@ -139,7 +141,8 @@ def prepare_checkpoint_dir(options: FinetuneOptions, task: TaskSpec, *, main: bo
                 log.info("resuming from %s", last)
                 return last
         else:
-            log.warning("%s holds checkpoints of other settings or data: removed", directory)
+            changed = ", ".join(key for key in _MATCHED if (found or {}).get(key) != marker[key])
+            log.warning("%s holds checkpoints made with another %s: removed, the run starts over", directory, changed)
         _remove_our_files(directory)
     directory.mkdir(parents=True, exist_ok=True)
     with atomic_open(directory / RUN_MARKER) as handle:

@@ -55,9 +55,13 @@ from spanft.train.checkpoints import (
 )
 from spanft.train.options import SPAN_VARIANTS, FinetuneOptions, span_config_for
 from spanft.train.scoring import nan_to_none, score_split, selection_metrics
+from spanft.threads import use_threads
+from spanft.train.timing import StepTimer
 from spanft.train.trainer import SpanTrainer, training_arguments
 
 log = logging.getLogger("spanft")
+
+MEASURED_KEYS = ("train_seconds", "step_time")  # metrics.json keys measured on the clock: they vary run to run
 
 
 def load_splits(options: FinetuneOptions, task: TaskSpec) -> dict[str, Any]:
@@ -127,6 +131,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     options.validate()
     task = get_task(options.task)
     out = check_run_outputs(options)
+    threads = use_threads(options.threads)  # before any torch work: the count decides the float sums
     # Built first: under torchrun / accelerate launch this joins the process group.
     args = training_arguments(options, task, str(options.checkpoint_path()))
     main, processes = args.process_index == 0, args.world_size
@@ -149,10 +154,11 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     (enable_full_determinism if not torch.cuda.is_available() else set_seed)(options.seed)
     model = SpanModel(backbone, span_config)  # the new layers' initial weights depend on the seed
     with args.main_process_first(local=False, desc="checkpoint directory"):  # the others wait for the main one
-        resume = prepare_checkpoint_dir(options, task, main=main, processes=processes)
+        resume = prepare_checkpoint_dir(options, task, main=main, processes=processes, threads=threads)
     offset = elapsed_seconds(resume)
     start = time.perf_counter()
     selection = task.selection_split
+    timer = StepTimer()
     trainer = SpanTrainer(
         model=model,
         args=args,
@@ -160,7 +166,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
         eval_dataset=_model_columns(datasets[selection]),
         data_collator=SpanCollator(tokenizer, max_span_len=span_config.max_span_len),
         compute_metrics=selection_metrics(task, frames[selection]),
-        callbacks=[ElapsedCallback(start, offset), *options.extra_callbacks],
+        callbacks=[ElapsedCallback(start, offset), timer, *options.extra_callbacks],
     )
     trainer.train(resume_from_checkpoint=resume)
     train_seconds = offset + time.perf_counter() - start
@@ -181,7 +187,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
             results[split] = {key: nan_to_none(value) for key, value in metrics.items()}
             losses[split] = output.metrics.get(f"{split}_loss")
     summary = _summary(options, task, model, results, losses, best_epoch, history, train_seconds, truncation,
-                       frames, resume, processes)
+                       frames, resume, processes, threads, timer.summary(threads))
     summary["inputs"] = run_provenance(options.backbone, options.data, backbone)
     if main:
         write_run_directory(out, frames, written, summary)
@@ -255,7 +261,11 @@ def _best_epoch(trainer) -> int | None:
 
 
 def _history(trainer) -> list[dict[str, float]]:
-    """Per epoch: the training loss and the selection split's eval loss and metrics (Trainer log history)."""
+    """Per epoch: the training loss and the selection split's eval loss and metrics (Trainer log history).
+
+    Keys in one order (epoch, train_loss, then the eval keys sorted), whatever order the log holds them in:
+    a resumed run logs its epochs' training and evaluation entries in another order than an uninterrupted one.
+    """
     by_epoch: dict[int, dict[str, float]] = {}
     for entry in trainer.state.log_history:
         if "epoch" not in entry or "train_runtime" in entry:
@@ -264,7 +274,8 @@ def _history(trainer) -> list[dict[str, float]]:
         if "loss" in entry:
             row["train_loss"] = entry["loss"]
         row.update({k: v for k, v in entry.items() if k.startswith("eval_") and not k.endswith(("runtime", "per_second"))})
-    return [{"epoch": epoch, **row} for epoch, row in sorted(by_epoch.items())]
+    return [{"epoch": epoch, **{key: row[key] for key in sorted(row, key=lambda k: (k != "train_loss", k))}}
+            for epoch, row in sorted(by_epoch.items())]
 
 
 def _device_name(processes: int = 1) -> str:
@@ -277,7 +288,7 @@ def _device_name(processes: int = 1) -> str:
 
 
 def _summary(options, task, model, results, losses, best_epoch, history, train_seconds, truncation, frames,
-             resume, processes: int = 1) -> dict:
+             resume, processes: int = 1, threads: int = 1, step_time: dict | None = None) -> dict:
     backbone_params = model.backbone_parameter_count()
     extra_params = model.extra_parameter_count()
     return {
@@ -292,7 +303,9 @@ def _summary(options, task, model, results, losses, best_epoch, history, train_s
         "epochs": options.epochs,
         "history": history,
         "train_seconds": round(train_seconds, 3),
+        "step_time": step_time,  # median seconds per optimizer step, wall and CPU (spanft.train.timing)
         "device": _device_name(processes),
+        "threads": threads,
         "backbone_parameters": backbone_params,
         "extra_parameters": extra_params,
         "extra_parameters_percent": round(100.0 * extra_params / backbone_params, 4),

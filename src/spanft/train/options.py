@@ -16,6 +16,7 @@ from spanft.errors import SpanftError
 from spanft.model.span_model import SpanConfig
 from spanft.params.hparams import HPARAM_FIELDS, HParams, hparam_problem
 from spanft.params.plan import PlannedRun
+from spanft.params.schema import MAX_THREADS
 
 MODEL_VARIANTS = ("baseline", "sf", "cnn-noseg", "random-seg", "chunker-seg")
 SPAN_VARIANTS = ("sf", "random-seg", "chunker-seg")
@@ -34,15 +35,16 @@ class FinetuneOptions(HParams):
     checkpoint_dir: str | None = None
     encoder: str | None = None
     head: str | None = None
+    threads: int = 0  # torch threads; 0: spanft.threads.thread_count's rule
     # Test hook: Trainer callbacks added to the run (e.g. one that stops it after the first checkpoint).
     extra_callbacks: list = field(default_factory=list, repr=False, compare=False)
 
     @classmethod
-    def for_run(cls, run: PlannedRun, hparams: HParams) -> "FinetuneOptions":
-        """The options of a planned run with its task's hyper-parameters."""
+    def for_run(cls, run: PlannedRun, hparams: HParams, threads: int = 0) -> "FinetuneOptions":
+        """The options of a planned run with its task's hyper-parameters and the plan's thread setting."""
         return cls(task=run.task, backbone=run.backbone_dir, variant=run.finetune_variant, data=run.data,
                    out=run.out, seed=run.seed, checkpoint_dir=run.checkpoint_dir, encoder=run.encoder,
-                   head=run.head, **{name: getattr(hparams, name) for name in HPARAM_FIELDS})
+                   head=run.head, threads=threads, **{name: getattr(hparams, name) for name in HPARAM_FIELDS})
 
     def resolved_max_spans(self) -> int:
         return self.max_spans if self.max_spans is not None else max(1, self.max_seq_len // 2)
@@ -57,6 +59,8 @@ class FinetuneOptions(HParams):
             problem = hparam_problem(name, getattr(self, name))
             if problem:
                 raise SpanftError(f"--{name.replace('_', '-')}: {problem}")
+        if not 0 <= self.threads <= MAX_THREADS:
+            raise SpanftError(f"--threads must be 0 (automatic) or a count from 1 to {MAX_THREADS}, got {self.threads}")
         if not 0 <= self.seed < 2**32:
             raise SpanftError(f"--seed must be an integer from 0 to 2**32 - 1, got {self.seed}")
         if self.variant == "baseline" and self.head not in (None, "cls-only"):
