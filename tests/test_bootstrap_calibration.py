@@ -1,4 +1,7 @@
-"""The verdict statistic's false-positive rate when SF has no effect but seeds do (an independent review's simulation).
+"""The two-level bootstrap's false-positive rate when SF has no effect but seeds do (an independent review's
+simulation), at RTE size, where it holds. It no longer decides the verdicts: as the dev set grows its rate climbs
+towards 18.5% with 3 seeds (README "Significance"); Welch's t over per-seed scores does
+(tests/test_significance_calibration.py, benchmarks/bench_significance.py).
 
 Each simulated experiment is an RTE-sized dev set (277 examples, binary accuracy) and two arms of 3 fine-tuning
 runs drawn from the SAME distribution (no effect): example i has a difficulty a_i ~ N(1.3, 3) on the logit

@@ -20,9 +20,18 @@ interval excludes 0 exactly when p <= a: p is the level at which the interval re
 finite number of resamples from claiming p = 0: the smallest p is 2 / (R + 1), an upper bound, written
 ``p ≤ 2/(R+1)``. The 95% interval needs j >= 1, that is R >= 39 finite resamples; with fewer there is none.
 
-Draws, from ``numpy.random.default_rng(seed)``: first A's run choices ``integers(0, k_a, size=(R, k_a))``
-(only when A has k_a >= 2 runs and runs are resampled), then B's likewise, then the examples, block by block,
-``integers(0, n, size=(block, n))``.
+Draws: the run choices from ``numpy.random.default_rng(run_seed)`` (default: ``seed``), first A's
+``integers(0, k_a, size=(R, k_a))`` (only when A has k_a >= 2 runs and runs are resampled), then B's likewise;
+the examples from ``numpy.random.default_rng(seed)`` (after the run choices when ``run_seed`` is not given),
+block by block, ``integers(0, n, size=(block, n))``. Columns scored by the same runs (MNLI-m and MNLI-mm) are
+given the same ``run_seed`` (the report's: ``[reports.bootstrap.seed, crc32(task)]``), so an average over them
+draws the same seeds for both.
+
+The report decides with this bootstrap only where it cannot test the method: with one run in an arm it gives
+the example-level interval of these runs. With two or more runs per arm the verdict comes from Welch's t-test
+over per-seed scores (:mod:`spanft.report.seedtest`): the two-level percentile interval shrinks the seeds'
+variance by (k - 1) / k and has no small-sample correction, so its false-positive rate climbs towards 18.5%
+(3 seeds) as the dev set grows (README "Significance").
 
 Vectorised: every metric is a function of per-example sums (a confusion matrix; Pearson's moments; entity
 counts per sentence), so a block of resamples is one matrix product of resample counts with per-example
@@ -50,9 +59,8 @@ BLOCK_ENTRIES = 4_000_000  # resample x example counts held at once (32 MB of fl
 class BootstrapResult:
     """The gain on the full split (metric units, not percent), its interval, p-value and resampled gains.
 
-    ``runs_a`` / ``runs_b``: the runs (seeds) per arm; ``runs_resampled``: whether the resamples drew runs
-    as well as examples — true when runs were resampled and both arms hold two or more (the fewest over the
-    columns of an average).
+    ``runs_a`` / ``runs_b``: the runs (seeds) per arm (the fewest over the columns of an average);
+    ``resampled_a`` / ``resampled_b``: whether the resamples drew that arm's runs as well as examples.
     """
 
     gain: float
@@ -64,7 +72,18 @@ class BootstrapResult:
     distribution: np.ndarray = field(repr=False, compare=False)
     runs_a: int = 1
     runs_b: int = 1
-    runs_resampled: bool = False
+    resampled_a: bool = False  # A's runs were drawn with replacement (A has two or more and runs were resampled)
+    resampled_b: bool = False
+
+    @property
+    def runs_resampled(self) -> bool:
+        """Both arms' runs were resampled (the two-level bootstrap proper)."""
+        return self.resampled_a and self.resampled_b
+
+    @property
+    def method_inference(self) -> bool:
+        """False: the report draws no conclusion about the method from a bootstrap (see the module's docstring)."""
+        return False
 
     @property
     def finite(self) -> int:
@@ -144,11 +163,12 @@ def metric_from_sums(task: TaskSpec, metric: str, sums: np.ndarray) -> np.ndarra
 
 def paired_bootstrap(task: TaskSpec, metric: str, gold: Sequence, preds_a: Sequence[Sequence],
                      preds_b: Sequence[Sequence], resamples: int, seed: int | Sequence[int],
-                     resample_runs: bool = True) -> BootstrapResult:
+                     resample_runs: bool = True, run_seed: int | Sequence[int] | None = None) -> BootstrapResult:
     """Gain of B over A (mean over B's runs minus mean over A's runs of ``metric``) and its two-level bootstrap.
 
     ``gold`` and every prediction list follow the same example order; ``seed`` seeds numpy's default_rng
-    (the draws are listed in the module's docstring). ``resample_runs=False``: examples only, runs held fixed.
+    (the draws are listed in the module's docstring; ``run_seed`` seeds the run choices apart from the examples).
+    ``resample_runs=False``: examples only, runs held fixed.
     """
     if not preds_a or not preds_b:
         raise SpanftError("bootstrap: each side needs at least one run")
@@ -168,8 +188,9 @@ def paired_bootstrap(task: TaskSpec, metric: str, gold: Sequence, preds_a: Seque
     full = run_scores(statistics.sum(axis=0))
     gain = float(full[k_a:].mean() - full[:k_a].mean())
     rng = np.random.default_rng(seed)
-    pick_a = _run_draws(rng, k_a, resamples, resample_runs)
-    pick_b = _run_draws(rng, k_b, resamples, resample_runs) + k_a
+    run_rng = rng if run_seed is None else np.random.default_rng(run_seed)
+    pick_a = _run_draws(run_rng, k_a, resamples, resample_runs)
+    pick_b = _run_draws(run_rng, k_b, resamples, resample_runs) + k_a
     distribution = np.empty(resamples, dtype=np.float64)
     block = max(1, BLOCK_ENTRIES // n)
     for start in range(0, resamples, block):
@@ -181,7 +202,8 @@ def paired_bootstrap(task: TaskSpec, metric: str, gold: Sequence, preds_a: Seque
         distribution[rows] = (np.take_along_axis(scores, pick_b[rows], axis=1).mean(axis=1)
                               - np.take_along_axis(scores, pick_a[rows], axis=1).mean(axis=1))
     result = summarize(gain, distribution, n)
-    return replace(result, runs_a=k_a, runs_b=k_b, runs_resampled=resample_runs and min(k_a, k_b) >= 2)
+    return replace(result, runs_a=k_a, runs_b=k_b, resampled_a=resample_runs and k_a >= 2,
+                   resampled_b=resample_runs and k_b >= 2)
 
 
 def _run_draws(rng: np.random.Generator, runs: int, resamples: int, resample_runs: bool) -> np.ndarray:
@@ -216,4 +238,4 @@ def mean_of(results: Sequence[BootstrapResult]) -> BootstrapResult:
     gain = float(np.mean([result.gain for result in results]))
     summary = summarize(gain, distribution, sum(result.n_examples for result in results))
     return replace(summary, runs_a=min(r.runs_a for r in results), runs_b=min(r.runs_b for r in results),
-                   runs_resampled=all(r.runs_resampled for r in results))
+                   resampled_a=all(r.resampled_a for r in results), resampled_b=all(r.resampled_b for r in results))

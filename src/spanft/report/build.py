@@ -203,7 +203,7 @@ def _pair(baseline: float, sf: float) -> dict[str, float | None]:
 
 _DESCRIPTIONS = {
     "table1": "GLUE dev, baseline and +SF per backbone (mean ± sd, best run)",
-    "table2": "significance: McNemar of the best runs (the paper's) and per seed, two-level bootstrap (seeds, examples)",
+    "table2": "significance: McNemar of the best runs (the paper's) and per seed, Welch's t over per-seed scores",
     "table3": "cost: fine-tuning seconds, device, extra parameters",
     "table4": "backbones study (paper: SpanBERT, RoBERTa), mean ± sd",
     "table5": "SNLI dev/test accuracy",
@@ -216,7 +216,7 @@ _DESCRIPTIONS = {
     "spans_per_sentence": "Figure 3's data (DVC plot)",
     "dictsize_score": "Figure 4's data (DVC plot; score = dev main metric x 100)",
     "metrics": "DVC metrics: mean dev main metric of baseline and sf, their difference, GLUE averages",
-    "verdicts": "every verdict line as data: our gain, its 95% interval and p, the paper's gain, the word",
+    "verdicts": "every verdict line as data: our gain, its 95% interval, p and detectable gain, the paper's gain, the word",
     "paper_values": "every number the paper prints, with its table, row, origin, column, metric and split",
 }
 

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from spanft.report.bootstrap import BootstrapResult
 from spanft.report.runs import Summary
 from spanft.report.verdict import interval_level, signed
 
@@ -28,10 +27,10 @@ PROFILE_LINES = {
 }
 
 
-SIGNIFICANCE_NOTE = ("95% CI: two-level paired bootstrap — seeds within each arm, then dev examples — of the mean "
-                     "over seeds of each arm's score, percentile interval (README \"Significance\"); with 1 seed per "
-                     "arm it resamples examples only and speaks of these runs, not of the method. An Avg's interval "
-                     "resamples each column's seeds and examples.")  # the GLUE and dev/test tables' note
+SIGNIFICANCE_NOTE = ("95% CI of the gain in the mean over seeds: Welch's t over per-seed scores (README "
+                     "\"Significance\"; each run's score already carries its dev examples' chance); an Avg's "
+                     "interval tests each seed's average over the columns. With 1 seed in an arm: the paired "
+                     "bootstrap of dev examples, which speaks of these runs, not of the method.")  # GLUE, dev/test
 
 
 def profile_line(profile: str) -> str:
@@ -61,14 +60,14 @@ def p_value_cell(value: float) -> str:
     return DASH if math.isnan(value) else f"{value:.3g}"
 
 
-def bootstrap_p_cell(result: BootstrapResult | None) -> str:
-    """The bootstrap p-value; at the resampling floor ``≤ 2/(R+1)``, an upper bound."""
+def bootstrap_p_cell(result) -> str:
+    """The comparison's p-value; a bootstrap's at the resampling floor ``≤ 2/(R+1)``, an upper bound."""
     if result is None or math.isnan(result.p_value):
         return DASH
     return f"≤ {result.p_value:.3g}" if result.p_at_floor else p_value_cell(result.p_value)
 
 
-def ci_cell(result: BootstrapResult | None) -> str:
+def ci_cell(result) -> str:
     """``+1.2 [-0.3, +2.5]``: the gain x 100 and its 95% interval."""
     if result is None or math.isnan(result.gain):
         return DASH
@@ -92,14 +91,16 @@ def csv_number(value: float | None, scale: float = 100.0) -> float | None:
     return None if value is None or math.isnan(value) else scale * value
 
 
-def gain_fields(result: BootstrapResult | None) -> dict:
-    """A bootstrap result's CSV fields (percent points), all None without a result."""
+def gain_fields(result) -> dict:
+    """A comparison's CSV fields (percent points), all None without a result; the detectable gain (80% power)
+    only for Welch's test over seeds."""
     if result is None:
         return {"gain_pct": None, "ci_low_pct": None, "ci_high_pct": None, "p_value": None, "p_at_floor": None,
-                "resamples": None, "interval": None}
+                "resamples": None, "interval": None, "detectable_gain_pct": None}
+    detectable = csv_number(result.detectable_gain) if result.method_inference else None
     return {"gain_pct": csv_number(result.gain), "ci_low_pct": csv_number(result.low), "ci_high_pct": csv_number(result.high),
             "p_value": csv_number(result.p_value, 1.0), "p_at_floor": result.p_at_floor, "resamples": result.resamples,
-            "interval": interval_level(result)}
+            "interval": interval_level(result), "detectable_gain_pct": detectable}
 
 
 # ------------------------------------------------------------------------------------------- Table

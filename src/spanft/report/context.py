@@ -8,12 +8,15 @@ method and where its runs live come from the group's row of the variant table (:
 Tables 2 and 3 test and time Table 1's two arms. Table 7 shows one row per span encoder: CNN-CNN, the
 default encoder, is the snli study's sf runs, and every other one its ``sf-<encoder>`` runs.
 
-The comparisons: variant against variant on the runs' own predictions, the two-level paired bootstrap and
-McNemar per seed. Both read the runs' ``predictions/<split>.tsv`` files, paired by ``idx``. Each (task, split)
-column draws its resamples from its own stream, ``default_rng([reports.bootstrap.seed, crc32("<task>/<split>")])``:
-the same draws wherever that column is compared with as many runs a side, and independent draws (of runs and
-of examples) for different columns, whose runs are different trainings, so the gain of an average over
-columns is bootstrapped by averaging the columns' resampled gains.
+The comparisons: variant against variant on the runs' own predictions, and McNemar per seed. Both read the
+runs' ``predictions/<split>.tsv`` files, paired by ``idx``. :meth:`Comparisons.compare` scores every run on
+the split; with two or more runs in each arm it is Welch's t-test over those per-seed scores
+(:mod:`spanft.report.seedtest`, the verdict's test), else the example-level bootstrap of those runs. A bootstrap
+column draws its examples from ``default_rng([reports.bootstrap.seed, crc32("<task>/<split>")])`` and its run
+choices from ``default_rng([reports.bootstrap.seed, crc32("<task>")])``: columns scored by the same runs
+(MNLI-m and MNLI-mm) share their run draws, and different tasks, different trainings, draw independently. An
+average over columns (:func:`combine`) tests each seed's average over the columns (Welch), or averages the
+columns' resampled gains (bootstrap).
 
 :meth:`ReportContext.runs` loads a study's runs of one backbone, task and variant once and keeps them, so
 :meth:`ReportContext.all_runs` lists every run the report read. The context also holds the row words the
@@ -30,10 +33,20 @@ from typing import Sequence
 
 from spanft.errors import SpanftError
 from spanft.params.plan import GROUPS, Plan, Variant
-from spanft.report.bootstrap import MIN_RESAMPLES, BootstrapResult, paired_bootstrap
+from spanft.report.bootstrap import (
+    MIN_RESAMPLES,
+    BootstrapResult,
+    example_statistics,
+    mean_of,
+    metric_from_sums,
+    paired_bootstrap,
+)
 from spanft.report.paper import Paper, PaperTable
 from spanft.report.runs import Run, decode, load_runs
+from spanft.report.seedtest import SeedTest, seed_average, seed_test
 from spanft.report.stats import McNemarResult, aligned_predictions, mcnemar_test
+
+Comparison = BootstrapResult | SeedTest  # what a gain's cell and verdict read: gain, low, high, p_value, ...
 
 # -------------------------------------------------------------------------------------------- rows
 
@@ -106,25 +119,57 @@ class Comparisons:
                               f"2/(R+1) <= 0.05), found {resamples}")
         self.resamples = resamples
         self.seed = seed
-        self._cache: dict[tuple, BootstrapResult] = {}
+        self._cache: dict[tuple, Comparison] = {}
+        self._decoded: dict[tuple, tuple[list, list[list]]] = {}
 
     def column_seed(self, task: str, split: str) -> list[int]:
+        """The stream of a bootstrap column's example draws."""
         return [self.seed, zlib.crc32(f"{task}/{split}".encode())]
+
+    def run_seed(self, task: str) -> list[int]:
+        """The stream of a bootstrap column's run draws: one per task, so the task's splits share it."""
+        return [self.seed, zlib.crc32(task.encode())]
+
+    def compare(self, runs_a: Sequence[Run], runs_b: Sequence[Run], split: str, metric: str) -> Comparison:
+        """Gain of the B runs over the A runs in ``metric`` on ``split`` (metric units), mean over seeds: Welch's
+        test over per-seed scores when both arms hold two or more runs, else the example-level bootstrap."""
+        if min(len(runs_a), len(runs_b)) >= 2:
+            return self.seed_test(runs_a, runs_b, split, metric)
+        return self.bootstrap(runs_a, runs_b, split, metric)
+
+    def seed_test(self, runs_a: Sequence[Run], runs_b: Sequence[Run], split: str, metric: str) -> SeedTest:
+        key = ("welch", tuple(r.path for r in runs_a), tuple(r.path for r in runs_b), split, metric)
+        if key not in self._cache:
+            task = runs_a[0].spec
+            gold, predictions = self._predictions([*runs_a, *runs_b], split)
+            scores = [float(metric_from_sums(task, metric, example_statistics(task, metric, gold, pred).sum(axis=0)))
+                      for pred in predictions]
+            self._cache[key] = seed_test(scores[:len(runs_a)], scores[len(runs_a):], [r.seed for r in runs_a],
+                                         [r.seed for r in runs_b], len(gold))
+        return self._cache[key]
 
     def bootstrap(self, runs_a: Sequence[Run], runs_b: Sequence[Run], split: str, metric: str) -> BootstrapResult:
         """Gain of the B runs over the A runs in ``metric`` on ``split`` (metric units): mean over seeds, with the
-        two-level bootstrap (seeds within each arm, then examples) of :func:`paired_bootstrap`."""
-        key = (tuple(r.path for r in runs_a), tuple(r.path for r in runs_b), split, metric)
+        bootstrap of :func:`paired_bootstrap` (an arm's runs resampled when it holds two or more)."""
+        key = ("bootstrap", tuple(r.path for r in runs_a), tuple(r.path for r in runs_b), split, metric)
         if key not in self._cache:
             task = runs_a[0].spec
-            gold, predictions = aligned_predictions([run.predictions(split) for run in [*runs_a, *runs_b]])
-            where = runs_a[0].predictions(split)
-            decoded_gold = decode(task, gold, where)
-            decoded = [decode(task, pred, run.predictions(split)) for pred, run in zip(predictions, [*runs_a, *runs_b])]
-            seed = self.column_seed(task.name, split)
-            self._cache[key] = paired_bootstrap(task, metric, decoded_gold, decoded[:len(runs_a)],
-                                                decoded[len(runs_a):], self.resamples, seed)
+            gold, predictions = self._predictions([*runs_a, *runs_b], split)
+            self._cache[key] = paired_bootstrap(task, metric, gold, predictions[:len(runs_a)],
+                                                predictions[len(runs_a):], self.resamples,
+                                                self.column_seed(task.name, split), run_seed=self.run_seed(task.name))
         return self._cache[key]
+
+    def _predictions(self, runs: Sequence[Run], split: str) -> tuple[list, list[list]]:
+        """Gold labels and each run's predictions on ``split``, decoded, in one idx order."""
+        key = (tuple(r.path for r in runs), split)
+        if key not in self._decoded:
+            task = runs[0].spec
+            gold, predictions = aligned_predictions([run.predictions(split) for run in runs])
+            decoded_gold = decode(task, gold, runs[0].predictions(split))
+            decoded = [decode(task, pred, run.predictions(split)) for pred, run in zip(predictions, runs)]
+            self._decoded[key] = (decoded_gold, decoded)
+        return self._decoded[key]
 
     def seed_pairs(self, runs_a: Sequence[Run], runs_b: Sequence[Run], split: str) -> list[SeedPair]:
         """McNemar's test of each seed's baseline run against the same seed's SF run."""
@@ -136,6 +181,15 @@ class Comparisons:
                 gold, (pred_a, pred_b) = aligned_predictions(paths)
                 pairs.append(SeedPair(run.seed, mcnemar_test(gold, pred_a, pred_b)))
         return pairs
+
+def combine(results: Sequence[Comparison]) -> Comparison:
+    """The gain of an average over columns: Welch's test of the per-seed averages (seeds shared across the
+    columns: MNLI-m and MNLI-mm keep their runs' seed), or the mean of the columns' resampled gains."""
+    if results and all(isinstance(r, SeedTest) for r in results):
+        return seed_average(results)
+    if results and all(isinstance(r, BootstrapResult) for r in results):
+        return mean_of(results)
+    raise SpanftError("an average over columns mixes seed tests and bootstraps (columns with 1 and with 2+ seeds)")
 
 # ------------------------------------------------------------------------------------- the context
 

@@ -1,7 +1,7 @@
 """Tables 5, 7 and 8, the dev/test tables of one task (SNLI accuracy; Table 7: the span encoders on SNLI;
 CoNLL-2003 entity F1): per backbone, each method's mean ± sd on the dev and the test split beside the paper's
-number for the same split and ours − paper, then a row per compared pair (the gain and its two-level
-bootstrap interval on each split) with a verdict on its dev gain. Test scores come from metrics.json, else
+number for the same split and ours − paper, then a row per compared pair (the gain and its 95% interval on
+each split) with a verdict on its dev gain. Test scores come from metrics.json, else
 from the test predictions when they carry gold labels. Which runs are which rows: :mod:`spanft.report.context`.
 """
 
@@ -13,7 +13,6 @@ from pathlib import Path
 import pandas as pd
 
 from spanft.data.registry import get_task
-from spanft.report.bootstrap import BootstrapResult
 from spanft.report.cells import (
     SIGNIFICANCE_NOTE,
     Table,
@@ -24,7 +23,7 @@ from spanft.report.cells import (
     mean_sd,
     paper_cell,
 )
-from spanft.report.context import DEFAULT_ENCODER, Method, ReportContext, methods
+from spanft.report.context import DEFAULT_ENCODER, Comparison, Method, ReportContext, methods
 from spanft.report.paper import METRIC_NAMES, PaperTable
 from spanft.report.runs import Run, split_score, summarize
 from spanft.report.verdict import Verdict
@@ -73,7 +72,7 @@ def dev_test_table(context: ReportContext, number: int, title: str, study: str, 
             row, records = _pair_row(context, label, first, second, runs, splits, metric, backbone, paper_table)
             rows.append(row)
             data += records
-            dev = _split_bootstrap(context, runs[first.key], runs[second.key], splits["dev"], metric)
+            dev = _split_comparison(context, runs[first.key], runs[second.key], splits["dev"], metric)
             paper, who = _paper_difference(context, paper_table, backbone, first, second, "dev", stand_in=True)
             verdicts.append(Verdict(number, context.backbone_label(backbone), row["Method"],
                                     f"{spec.name} dev {METRIC_NAMES[metric]}", dev, len(seeds), paper,
@@ -114,7 +113,7 @@ def _pair_row(context: ReportContext, label: dict, first: Method, second: Method
     row = {**label, "Method": f"{second.label.lstrip('+')} − {first.label}"}
     data = []
     for name, split in splits.items():
-        result = _split_bootstrap(context, runs[first.key], runs[second.key], split, metric)
+        result = _split_comparison(context, runs[first.key], runs[second.key], split, metric)
         paper = _paper_difference(context, paper_table, backbone, first, second, name, stand_in=False)[0]
         row |= {f"{name.capitalize()} {METRIC_NAMES[metric]}": ci_cell(result),
                 f"{name.capitalize()} (paper)": difference(paper, 0.0),
@@ -125,14 +124,15 @@ def _pair_row(context: ReportContext, label: dict, first: Method, second: Method
     return row, data
 
 
-def _split_bootstrap(context: ReportContext, runs_a: list[Run], runs_b: list[Run], split: str,
-                     metric: str) -> BootstrapResult | None:
-    """The bootstrap on ``split``, or None when a run's predictions of it are missing or unlabeled."""
+def _split_comparison(context: ReportContext, runs_a: list[Run], runs_b: list[Run], split: str,
+                     metric: str) -> Comparison | None:
+    """The comparison on ``split`` (Welch over seeds, or with 1 seed the example-level bootstrap), or None when a
+    run's predictions of it are missing or unlabeled."""
     for run in [*runs_a, *runs_b]:
         path = run.predictions(split)
         if not path.is_file() or _first_gold(path) == "":
             return None
-    return context.comparisons.bootstrap(runs_a, runs_b, split, metric)
+    return context.comparisons.compare(runs_a, runs_b, split, metric)
 
 
 def _paper_difference(context: ReportContext, paper_table: PaperTable | None, backbone: str, first: Method,

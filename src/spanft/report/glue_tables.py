@@ -1,7 +1,7 @@
 """Tables 1, 4 and 6, the GLUE-style tables: per backbone, each method's rows (mean ± sd over seeds, the best
 run, the paper's row and ours − paper where the paper's split is dev), a gain row per compared method (SF −
-baseline with its two-level bootstrap interval), and a verdict on the mean gain over the paper's nine
-columns. A column per task score (two for MNLI) and two averages: ours (one column per task) and the
+baseline with its 95% interval: Welch's t over per-seed scores, or with 1 seed the example-level bootstrap),
+and a verdict on the mean gain over the paper's nine columns. A column per task score (two for MNLI) and two averages: ours (one column per task) and the
 paper's rule (:data:`spanft.report.paper.PAPER_AVERAGE_COLUMNS`). Which runs are which rows:
 :mod:`spanft.report.context`.
 """
@@ -16,7 +16,6 @@ import pandas as pd
 
 from spanft.data.registry import get_task
 from spanft.errors import SpanftError
-from spanft.report.bootstrap import BootstrapResult, mean_of
 from spanft.report.cells import (
     DASH,
     SIGNIFICANCE_NOTE,
@@ -29,7 +28,7 @@ from spanft.report.cells import (
     paper_cell,
     pct,
 )
-from spanft.report.context import Method, ReportContext, methods
+from spanft.report.context import Comparison, Method, ReportContext, combine, methods
 from spanft.report.paper import (
     METRIC_NAMES,
     PAPER_AVERAGE_COLUMNS,
@@ -242,7 +241,7 @@ def _paper_rows(context: ReportContext, label: dict, method: Method, columns: li
 def _gain_row(context: ReportContext, label: dict, method: Method, columns: list[Column],
               base: dict[str, list[Run]], other: dict[str, list[Run]], backbone: str) -> tuple[dict, list[dict]]:
     """``method − baseline`` per column and average with its 95% interval, and its CSV records."""
-    results = {c.key: context.comparisons.bootstrap(base[c.task], other[c.task], c.split, c.metric) for c in columns}
+    results = {c.key: context.comparisons.compare(base[c.task], other[c.task], c.split, c.metric) for c in columns}
     averages = _average_gains(columns, results)
     cells = {c.label: ci_cell(results[c.key]) for c in columns}
     cells |= {AVERAGE_LABELS[key]: ci_cell(result) for key, result in averages.items()}
@@ -258,7 +257,7 @@ def _gain_row(context: ReportContext, label: dict, method: Method, columns: list
 def _verdict(context: ReportContext, number: int, backbone: str, columns: list[Column], base: dict[str, list[Run]],
              sf: dict[str, list[Run]], seeds: list[int], paper_table: PaperTable | None) -> Verdict:
     scope = [c for c in columns if c.key in PAPER_AVERAGE_COLUMNS]
-    result = mean_of([context.comparisons.bootstrap(base[c.task], sf[c.task], c.split, c.metric) for c in scope]) \
+    result = combine([context.comparisons.compare(base[c.task], sf[c.task], c.split, c.metric) for c in scope]) \
         if scope else None
     names = ", ".join(c.label.split(" ")[0] for c in scope)
     rule = " — the paper's rule" if len(scope) == len(PAPER_AVERAGE_COLUMNS) else ""
@@ -317,8 +316,8 @@ def _average_groups(columns: list[Column]) -> dict[str, list[Column]]:
     return {"avg": first_per_task, "avg-paper-rule": rule if len(rule) == len(PAPER_AVERAGE_COLUMNS) else []}
 
 
-def _average_gains(columns: list[Column], results: dict[str, BootstrapResult]) -> dict[str, BootstrapResult | None]:
-    return {key: mean_of([results[c.key] for c in group]) if group else None
+def _average_gains(columns: list[Column], results: dict[str, Comparison]) -> dict[str, Comparison | None]:
+    return {key: combine([results[c.key] for c in group]) if group else None
             for key, group in _average_groups(columns).items()}
 
 

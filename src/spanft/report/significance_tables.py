@@ -1,6 +1,8 @@
 """Tables 2 and 3, on the glue study's baseline and +SF runs (Table 1's two arms, :mod:`spanft.report.context`).
 Table 2, significance: per backbone and task, McNemar's test of the best runs (the paper's test), McNemar per
-seed, and the two-level bootstrap (seeds, then dev examples) of SF − baseline, with a verdict per backbone.
+seed, and the verdict's test of SF − baseline (Welch's t over per-seed scores; with 1 seed in an arm the
+example-level bootstrap) with the gain it could detect, and a verdict per backbone that tells "every task
+significant" from "some significant, the rest inconclusive", from "no task shows anything", and from losses.
 Table 3, cost: per backbone and task, the mean measured fine-tuning seconds of each arm, their ratio, the
 devices and the extra parameters of span fine-tuning, beside the paper's number.
 """
@@ -12,7 +14,6 @@ import math
 import pandas as pd
 
 from spanft.errors import SpanftError
-from spanft.report.bootstrap import BootstrapResult
 from spanft.report.cells import (
     DASH,
     Table,
@@ -23,17 +24,23 @@ from spanft.report.cells import (
     gain_fields,
     p_value_cell,
 )
-from spanft.report.context import ReportContext, methods
+from spanft.report.context import Comparison, ReportContext, methods
 from spanft.report.paper import METRIC_NAMES
 from spanft.report.runs import Run, best_run, summarize
 from spanft.report.stats import mcnemar_files
 from spanft.report.verdict import (
+    INCONCLUSIVE,
     MACHINERY,
+    MIXED,
     NO_INFERENCE,
     ONE_SEED,
+    OPPOSITE,
+    PARTLY,
+    REPRODUCED,
     SYNTHETIC,
     PlainVerdict,
     interval_level,
+    signed,
 )
 
 TABLE2_NOTES = [
@@ -42,10 +49,10 @@ TABLE2_NOTES = [
     "else chi-square with continuity correction (statsmodels mcnemar).",
     "Per seed: McNemar of the baseline and +SF runs that share a seed; the side right more often on the "
     "discordant examples in brackets. A best-run test can look significant either way by seed alone.",
-    "Bootstrap: the task's main metric x 100, SF − baseline, mean over seeds, 95% percentile interval and "
-    "two-sided p from one two-level bootstrap — seeds within each arm, then dev examples; the interval "
-    "excludes 0 exactly when p ≤ 0.05; ≤ marks p at the resampling floor 2/(R+1) (README \"Significance\"). "
-    "With 1 seed per arm it resamples examples only: no inference about the method.",
+    "SF − baseline: the task's main metric x 100, mean over seeds, 95% interval and two-sided p of Welch's t over "
+    "per-seed scores (README \"Significance\"); the interval excludes 0 exactly when p < 0.05. Detectable: the "
+    "smallest gain these runs find with 80% power. With 1 seed in an arm: the paired bootstrap of dev examples "
+    "(≤ marks p at its floor 2/(R+1)), which makes no inference about the method.",
 ]
 TABLE3_NOTES = [
     "Mean fine-tuning wall time over seeds (metrics.json train_seconds): measured, so it varies run to run.",
@@ -65,7 +72,7 @@ def _arms(context: ReportContext, backbone: str, task: str, seeds: list[int]) ->
 
 def table2(context: ReportContext) -> Table:
     title = ("Significance of SF − baseline on the dev sets: McNemar's test of the best runs (the paper's "
-             "test), McNemar per seed, and the two-level bootstrap over seeds and examples (the verdict's).")
+             "test), McNemar per seed, and the verdict's test of the mean gain (Welch's t over per-seed scores).")
     plan = context.plan
     wanted = plan.reports.mcnemar_tasks
     tasks = [task for task in plan.studies["glue"].tasks if task in wanted]
@@ -76,10 +83,10 @@ def table2(context: ReportContext) -> Table:
         paper_row = context.paper_row(paper_table, backbone, "sf")
         results = []
         for task in tasks:
-            row, records, bootstrap = _significance_row(context, backbone, task, seeds, paper_row)
+            row, records, comparison = _significance_row(context, backbone, task, seeds, paper_row)
             rows.append(row)
             data += records
-            results.append(bootstrap)
+            results.append((task, comparison))
         verdicts.append(_table2_verdict(context, backbone, results, paper_row))
     skipped = [task for task in wanted if task not in tasks]
     notes = [] if not skipped else [f"reports.mcnemar_tasks not in the glue study: {', '.join(skipped)}."]
@@ -87,13 +94,13 @@ def table2(context: ReportContext) -> Table:
 
 
 def _significance_row(context: ReportContext, backbone: str, task: str, seeds: list[int], paper_row):
-    """One task's row, its CSV records (best runs, each seed, the bootstrap) and its bootstrap result."""
+    """One task's row, its CSV records (best runs, each seed, the mean gain) and the mean gain's comparison."""
     base_runs, sf_runs = _arms(context, backbone, task, seeds)
     base, span = best_run(base_runs), best_run(sf_runs)
     split = base.spec.selection_split
     result = mcnemar_files(base.predictions(split), span.predictions(split))
     pairs = context.comparisons.seed_pairs(base_runs, sf_runs, split)
-    bootstrap = context.comparisons.bootstrap(base_runs, sf_runs, split, base.spec.main_metric)
+    gain = context.comparisons.compare(base_runs, sf_runs, split, base.spec.main_metric)
     paper = math.nan if paper_row is None else paper_row.value(task)
     where = {"backbone": backbone, "paper_backbone": context.plan.paper_name(backbone), "task": task,
              "split": split}
@@ -105,20 +112,25 @@ def _significance_row(context: ReportContext, backbone: str, task: str, seeds: l
         "p (best runs)": p_value_cell(result.p_value), "p (paper, best runs)": p_value_cell(paper),
         "p per seed": "; ".join(f"s{pair.seed} {p_value_cell(pair.result.p_value)} ({_side(pair.favours)})"
                                 for pair in pairs) or DASH,
-        "SF − baseline, 95% CI": ci_cell(bootstrap),
-        "p (bootstrap)": bootstrap_p_cell(bootstrap),
-        "resampled": interval_level(bootstrap),
+        "SF − baseline, 95% CI": ci_cell(gain),
+        "p (SF − baseline)": bootstrap_p_cell(gain),
+        "interval over": interval_level(gain),
+        "detectable (80% power)": _detectable_cell(gain),
     }
     records = [{**where, "comparison": "best runs", "baseline_seed": base.seed, "sf_seed": span.seed,
                 **result.as_dict(), "paper_p_value": csv_number(paper, 1.0)}]
     records += [{**where, "comparison": f"seed {pair.seed}", "baseline_seed": pair.seed, "sf_seed": pair.seed,
                  **pair.result.as_dict()} for pair in pairs]
-    records.append({**where, "comparison": "bootstrap", "method": f"bootstrap ({interval_level(bootstrap)})",
-                    "metric": base.spec.main_metric, **gain_fields(bootstrap)})
-    return row, records, bootstrap
+    records.append({**where, "comparison": "mean gain", "method": interval_level(gain),
+                    "metric": base.spec.main_metric, **gain_fields(gain)})
+    return row, records, gain
 
 
-def _table2_verdict(context: ReportContext, backbone: str, results: list[BootstrapResult],
+def _detectable_cell(result: Comparison) -> str:
+    return f"±{100 * result.detectable_gain:.1f}" if result.method_inference else DASH
+
+
+def _table2_verdict(context: ReportContext, backbone: str, results: list[tuple[str, Comparison]],
                     paper_row) -> PlainVerdict:
     if paper_row is None:
         paper = "the paper has no McNemar row for this backbone"
@@ -126,16 +138,48 @@ def _table2_verdict(context: ReportContext, backbone: str, results: list[Bootstr
         values = [v for v in paper_row.values.values() if v is not None]
         below = sum(v < 0.05 for v in values)
         paper = f"the paper: best-run McNemar p < 0.05 on {below} of {len(values)} tasks"
-    better = sum(result.low > 0 for result in results)  # the interval excludes 0 on SF's side
-    worse = sum(result.high < 0 for result in results)
-    word = "reproduced" if results and better == len(results) else "not reproduced"
-    text = (f"SF significantly better (95% interval above 0, p ≤ 0.05) on {better} of {len(results)} tasks, "
-            f"significantly worse on {worse}; {paper}. Reproduced = significant in SF's favour on every task.")
-    if any(not result.runs_resampled for result in results):
-        word, text = NO_INFERENCE, f"{text} ({ONE_SEED})"
+    better = [task for task, result in results if result.low > 0]  # the interval excludes 0 on SF's side
+    worse = [task for task, result in results if result.high < 0]
+    neither = [(task, result) for task, result in results if result.low <= 0 <= result.high]
+    total = len(results)
+    if total and len(better) == total:
+        word = REPRODUCED
+    elif better and worse:
+        word = MIXED
+    elif worse:
+        word = OPPOSITE
+    elif better:
+        word = PARTLY
+    else:
+        word = INCONCLUSIVE
+    text = (f"SF significantly better (95% interval above 0, p < 0.05) on {len(better)} of {total} tasks, "
+            f"significantly worse on {len(worse)}, neither on {len(neither)}; {paper}. Reproduced = significant in "
+            f"SF's favour on every task; partly = some significant, the rest inconclusive (no evidence either "
+            f"way); inconclusive = no task shows a significant gain or loss.")
+    if any(not result.method_inference for _, result in results):
+        word, text = NO_INFERENCE, f"{text} ({ONE_SEED}; run 2 or more seeds per arm)"
+    elif neither:
+        text += " Inconclusive tasks, " + "; ".join(_task_power(context, backbone, task, result)
+                                                   for task, result in neither) + "."
     if context.synthetic:
         word, text = SYNTHETIC, f"{text} ({MACHINERY})"
     return PlainVerdict(2, context.backbone_label(backbone), word, text)
+
+
+def _task_power(context: ReportContext, backbone: str, task: str, result: Comparison) -> str:
+    """``rte: detectable ±4.1 pp (80% power); the paper's Table 1 gain +2.5 (test) would need 12 seeds per arm``."""
+    text = f"{task}: detectable ±{100 * result.detectable_gain:.1f} pp (80% power)"
+    table1 = context.paper.table(1)
+    base = context.paper_row(table1, backbone, "baseline", stand_in=True)
+    sf = context.paper_row(table1, backbone, "sf", stand_in=True)
+    if base is None or sf is None or math.isnan(sf.value(task) - base.value(task)):
+        return text
+    published = sf.value(task) - base.value(task)
+    if published == 0:
+        return f"{text}; the paper's Table 1 gain is 0 (test)"
+    needed = result.seeds_needed(published / 100)
+    seeds = f"{needed} seeds per arm" if needed is not None else "more than 10,000 seeds per arm"
+    return f"{text}; the paper's Table 1 gain {signed(published)} (test) would need {seeds}"
 
 
 def _side(favours: str) -> str:

@@ -1,18 +1,21 @@
 """The verdict of a comparison: does our gain agree in sign and size with the paper's published gain?
 
-Our gain comes with a 95% interval [low, high] from the two-level bootstrap (:mod:`spanft.report.bootstrap`:
-seeds within each arm, then dev examples), so it speaks of the method, not of one pair of trained runs.
-Rule (gains in percentage points; P the paper's gain; written for P > 0 and mirrored for P < 0):
+Our gain comes with a 95% interval [low, high]. With two or more runs (seeds) in each arm it is Welch's t
+interval over per-seed scores (:mod:`spanft.report.seedtest`), which speaks of the method; with one run in an
+arm it is the example-level bootstrap (:mod:`spanft.report.bootstrap`), which speaks of those runs only. The rule
+compares *signed* gains (percentage points; P the paper's gain, of any sign, 0 included):
 
-- **reproduced**: the interval excludes 0 on the paper's side and contains P;
-- **larger than published**: the interval excludes 0 on the paper's side and lies beyond P;
-- **smaller than published**: the interval lies short of P (it excludes P, whether or not it excludes 0);
-- **opposite sign**: the interval excludes 0 on the other side;
-- **inconclusive**: the interval holds both 0 and P — these runs cannot tell a gain of P from none.
+- **opposite sign**: P is not 0 and the interval excludes 0 on the side away from P;
+- **reproduced**: the interval holds P and excludes 0;
+- **inconclusive**: the interval holds both P and 0 — these runs cannot tell a gain of P from none (with P = 0:
+  the interval holds 0, which is no evidence that the gain is 0, only a bound on it);
+- **larger than published**: the whole interval lies above P (for a published loss: a smaller loss, or a gain);
+- **smaller than published**: the whole interval lies below P (for a published loss: a larger loss).
 
-When P is 0: **reproduced** if the interval holds 0, else larger or smaller than published. The interval
-excludes 0 exactly when the bootstrap p <= 0.05 (one rule gives both). A comparison without an interval (no
-runs, a metric that cannot be scored, too few finite resamples) is **not computable**.
+The interval excludes 0 exactly when p < 0.05 (one rule gives both). A comparison without an interval (no
+runs, a metric that cannot be scored, too few finite resamples) is **not computable**. Beside every verdict whose
+interval holds 0 (inconclusive, or short of P without excluding 0), the line prints the smallest gain these runs
+could have detected with 80% power and the seeds per arm the paper's gain would need.
 
 Two cases judge nothing, whatever the interval:
 
@@ -39,6 +42,8 @@ LARGER = "larger than published"
 SMALLER = "smaller than published"
 OPPOSITE = "opposite sign"
 INCONCLUSIVE = "inconclusive"
+PARTLY = "partly reproduced"  # Table 2: some tasks significant in SF's favour, the rest inconclusive
+MIXED = "mixed signs"  # Table 2: significant gains and significant losses
 NOT_COMPUTABLE = "not computable"
 NO_INFERENCE = "no inference (1 seed)"
 SYNTHETIC = "synthetic: no verdict on the paper"
@@ -48,27 +53,22 @@ ONE_SEED = ("1 seed per arm: the interval resamples dev examples only, so it spe
 
 
 def judge(low: float, high: float, paper_gain: float) -> tuple[str, str]:
-    """The verdict word for interval [low, high] against the paper's gain, and the reason in a few words."""
+    """The verdict word for interval [low, high] against the paper's signed gain, and the reason in a few words."""
     if any(math.isnan(v) for v in (low, high, paper_gain)):
         return NOT_COMPUTABLE, "no interval or no published gain"
-    if paper_gain == 0:
-        if low <= 0 <= high:
-            return REPRODUCED, "the interval holds 0, the paper's gain"
-        return (LARGER, "the interval lies above the paper's gain of 0") if low > 0 else \
-            (SMALLER, "the interval lies below the paper's gain of 0")
-    side = 1.0 if paper_gain > 0 else -1.0
-    near, far = sorted((side * low, side * high))  # the interval on the paper's side, as positive numbers
-    target = abs(paper_gain)
-    if far < 0:
-        return OPPOSITE, "the interval excludes 0 on the other side"
-    if far < target:
-        holds = "holds 0 and " if near <= 0 else "excludes 0 but "
-        return SMALLER, f"the interval {holds}stays short of the paper's gain"
-    if near <= 0:
+    holds_zero = low <= 0 <= high
+    if paper_gain > 0 and high < 0 or paper_gain < 0 and low > 0:
+        return OPPOSITE, "the interval excludes 0 on the side away from the paper's gain"
+    if low <= paper_gain <= high:
+        if not holds_zero:
+            return REPRODUCED, "the interval excludes 0 and holds the paper's gain"
+        if paper_gain == 0:
+            return INCONCLUSIVE, "the interval holds 0, the paper's gain: that bounds the gain, it does not show it is 0"
         return INCONCLUSIVE, "the interval holds both 0 and the paper's gain"
-    if near > target:
-        return LARGER, "the whole interval lies beyond the paper's gain"
-    return REPRODUCED, "the interval excludes 0 and contains the paper's gain"
+    zero = "; it holds 0" if holds_zero else ""
+    if low > paper_gain:
+        return LARGER, f"the whole interval lies above the paper's gain{zero}"
+    return SMALLER, f"the whole interval lies below the paper's gain{zero}"
 
 
 @dataclass(frozen=True)
@@ -103,8 +103,9 @@ class Verdict:
         return math.nan if self.result is None else self.result.p_value
 
     @property
-    def runs_resampled(self) -> bool:
-        return self.result is not None and self.result.runs_resampled
+    def method_inference(self) -> bool:
+        """The interval speaks of the method: Welch's test over two or more seeds in each arm."""
+        return self.result is not None and self.result.method_inference
 
     @property
     def word(self) -> str:
@@ -118,26 +119,43 @@ class Verdict:
         if self.synthetic:
             return SYNTHETIC, MACHINERY
         word, reason = judge(self.low, self.high, self.paper_gain)
-        if word != NOT_COMPUTABLE and not self.runs_resampled:
+        if word != NOT_COMPUTABLE and not self.method_inference:
             return NO_INFERENCE, ONE_SEED
         return word, reason
+
+    @property
+    def detectable_gain(self) -> float:
+        """Percentage points: the smallest gain these runs detect with 80% power (NaN without a seed test)."""
+        return 100 * self.result.detectable_gain if self.method_inference else math.nan
+
+    @property
+    def seeds_needed(self) -> int | None:
+        """Seeds per arm for 80% power at the paper's gain (None: no seed test, a gain of 0, or too many)."""
+        if not self.method_inference or math.isnan(self.paper_gain):
+            return None
+        return self.result.seeds_needed(self.paper_gain / 100)
 
     def line(self) -> str:
         ours = self._ours() if self.result is not None and not math.isnan(self.gain) else "not computable"
         paper = "—" if math.isnan(self.paper_gain) else f"{signed(self.paper_gain)} pp"
         extra = f"; {self.extra}" if self.extra else ""
         return (f"**{self.word}** — {self.subject}, {self.comparison} over {self.scope}: {ours}; paper "
-                f"({self.paper_scope}): {paper}{extra} ({self.reason}).")
+                f"({self.paper_scope}): {paper}{extra} ({self.reason}){self._power()}.")
 
     def _ours(self) -> str:
         result = self.result
         interval = f"95% CI [{signed(self.low)}, {signed(self.high)}]"
-        if self.runs_resampled:
-            level = (f"{interval} over seeds and dev examples (two-level bootstrap, {result.runs_a} baseline and "
-                     f"{result.runs_b} compared seeds)")
-        else:
-            level = f"example-level {interval} (dev examples only, runs held fixed)"
-        return f"{signed(self.gain)} pp, {level}, {p_text(result)}, {result.resamples} resamples"
+        if self.method_inference:
+            return (f"{signed(self.gain)} pp, {interval} over seeds (Welch t over {result.runs_a} baseline and "
+                    f"{result.runs_b} compared seeds, df {result.df:.1f}), {p_text(result)}")
+        return (f"{signed(self.gain)} pp, example-level {interval} ({interval_level(result)}), {p_text(result)}, "
+                f"{result.resamples} resamples")
+
+    def _power(self) -> str:
+        """What to run next, beside a verdict whose interval holds 0."""
+        if self.synthetic or not self.method_inference or not self.low <= 0 <= self.high:
+            return ""
+        return "; " + power_words(self.result, self.paper_gain)
 
     def record(self) -> dict:
         return {"table": self.table, "subject": self.subject, "comparison": self.comparison, "scope": self.scope,
@@ -146,12 +164,35 @@ class Verdict:
                 "p_at_floor": None if self.result is None else self.result.p_at_floor,
                 "resamples": None if self.result is None else self.result.resamples,
                 "interval": None if self.result is None else interval_level(self.result),
+                "detectable_gain_pct": _none(self.detectable_gain), "seeds_needed": self.seeds_needed,
                 "paper_gain_pct": _none(self.paper_gain), "paper_scope": self.paper_scope, "verdict": self.word}
 
 
-def interval_level(result: BootstrapResult) -> str:
-    """What the interval resampled: ``seeds and examples`` or ``examples only``."""
-    return "seeds and examples" if result.runs_resampled else "examples only"
+def power_words(result, paper_gain: float) -> str:
+    """``these runs detect ±1.9 pp with 80% power (per-seed sd 1.2 / 0.9 pp); the paper's +1.1 pp would need 9
+    seeds per arm`` for a seed test; ``paper_gain`` in percentage points."""
+    text = (f"these runs detect a gain of ±{100 * result.detectable_gain:.1f} pp with 80% power (per-seed sd "
+            f"{100 * result.sd_a:.1f} baseline, {100 * result.sd_b:.1f} compared)")
+    if math.isnan(paper_gain):
+        return text
+    if paper_gain == 0:
+        return f"{text}; the paper's gain is 0, which no number of seeds tells from a small gain"
+    needed = result.seeds_needed(paper_gain / 100)
+    seeds = f"{needed} seeds per arm" if needed is not None else "more than 10,000 seeds per arm"
+    return f"{text}; the paper's {signed(paper_gain)} pp would need {seeds}"
+
+
+def interval_level(result) -> str:
+    """What the interval varied: the seeds (Welch's test), or for a bootstrap what it resampled, arm by arm."""
+    if result.method_inference:
+        return "seeds (Welch t)"
+    if result.runs_resampled:
+        return "seeds and examples"
+    if result.resampled_b:
+        return f"examples and the compared arm's {result.runs_b} runs (the baseline's {result.runs_a} held fixed)"
+    if result.resampled_a:
+        return f"examples and the baseline's {result.runs_a} runs (the compared arm's {result.runs_b} held fixed)"
+    return "examples only"
 
 
 def signed(value: float) -> str:
