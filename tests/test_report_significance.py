@@ -284,3 +284,34 @@ def test_combine_averages_per_seed_not_per_column():
     assert (average.low, average.high) == pytest.approx(tuple(welch.confidence_interval(0.95)), rel=1e-9)
     assert average.gain == pytest.approx(np.mean(per_b) - np.mean(per_a))
     assert average.columns == 3
+
+
+def test_the_report_draws_the_same_runs_for_mnli_matched_and_mismatched(tmp_path):
+    # 1 baseline run against 3 SF runs, each right on every example or on none: the bootstrap's resampled gains
+    # depend on its draws of SF's runs only, so MNLI's two splits give equal distributions when they share them
+    from spanft.report.context import Comparisons
+    from spanft.report.runs import load_runs
+
+    exact_run(tmp_path, "glue", "mnli", "baseline", 1, 0)
+    for seed, wrong in zip(SEEDS, [0, N_EXAMPLES, 0]):
+        exact_run(tmp_path, "glue", "mnli", "sf", seed, wrong)
+    base = load_runs(tmp_path, "glue", "tiny", "mnli", "baseline", [1])
+    sf = load_runs(tmp_path, "glue", "tiny", "mnli", "sf", SEEDS)
+    comparisons = Comparisons(99, 0)
+    matched, mismatched = (comparisons.compare(base, sf, split, "accuracy") for split in get_task("mnli").eval_splits)
+    assert not matched.method_inference and matched.resampled_b and not matched.resampled_a
+    assert len(set(matched.distribution)) > 1
+    np.testing.assert_array_equal(matched.distribution, mismatched.distribution)
+
+
+def test_an_average_says_an_arm_was_resampled_only_when_every_column_resampled_it():
+    from dataclasses import replace
+
+    from spanft.report.bootstrap import mean_of
+
+    base = summarize(0.01, np.linspace(-0.01, 0.03, 99), 50)
+    resampled = replace(base, runs_a=1, runs_b=3, resampled_b=True)
+    fixed = replace(base, runs_a=1, runs_b=1)
+    average = mean_of([resampled, fixed])
+    assert (average.resampled_a, average.resampled_b, average.runs_b) == (False, False, 1)
+    assert mean_of([resampled, resampled]).resampled_b
