@@ -102,6 +102,7 @@ def fetch_hub_backbone(hub_id: str, out: str | os.PathLike, revision: str | None
     loaded = load_tokenizer(hub_id, tokenizer, revision)
     model = _load_model(hub_id, revision)
     check_case(loaded, hub_id)
+    check_vocabulary(model, loaded, hub_id)
     commit = getattr(model.config, "_commit_hash", None)
     record = {"source": "hub", "id_or_path": hub_id, "revision": commit, "requested_revision": revision,
               "dtype": "float32"}
@@ -223,6 +224,7 @@ def load_backbone(name_or_dir: str):
     tokenizer = load_tokenizer(name_or_dir, TokenizerChoice())
     model = _load_model(name_or_dir)
     check_case(tokenizer, name_or_dir)
+    check_vocabulary(model, tokenizer, name_or_dir)
     if "ByteLevel(add_prefix_space=False" in repr(tokenizer.backend_tokenizer.pre_tokenizer):
         # Byte-level BPE (RoBERTa) needs a prefix space to encode pre-split words as it encodes running text.
         tokenizer = AutoTokenizer.from_pretrained(name_or_dir, add_prefix_space=True, trust_remote_code=False)
@@ -247,8 +249,10 @@ CASED_SHARE = 0.01  # an uncased vocabulary has no capitals at all; a cased one 
 
 
 def check_case(tokenizer, name: str) -> None:
-    """A cased vocabulary behind a lower-casing tokenizer is an error: its capitalised pieces are unreachable."""
+    """Case in both directions: a cased vocabulary behind a lower-casing tokenizer (its capitalised pieces
+    unreachable), and an uncased vocabulary behind a tokenizer that keeps case (every capitalised word [UNK])."""
     if not backbone_is_uncased(tokenizer):
+        _check_capitals_known(tokenizer, name)
         return
     capitals, words, examples = cased_pieces(tokenizer)
     if capitals and capitals >= CASED_SHARE * words:
@@ -257,6 +261,57 @@ def check_case(tokenizer, name: str) -> None:
             f"{', '.join(examples)}) but its tokenizer lower-cases, so they are never used: give it its authors' "
             f"tokenizer (tokenizer_id, e.g. bert-large-cased for SpanBERT) or lowercase: false "
             f"(spanft backbone --tokenizer-id / --no-lowercase)")
+
+
+def _check_capitals_known(tokenizer, name: str) -> None:
+    """A tokenizer that keeps case over a vocabulary without one capitalised piece maps capitals to [UNK]."""
+    unk = getattr(tokenizer, "unk_token", None)
+    if unk is None:  # a byte-level BPE spells any character with its bytes: nothing is unknown
+        return
+    capitals, words, _ = cased_pieces(tokenizer)
+    if capitals or not words:
+        return
+    unknown = [ch for ch in "ABCDEFGHIJKLMNOPQRSTUVWXYZ" if unk in tokenizer.tokenize(ch)]
+    lower_known = [ch for ch in "abcdefghijklmnopqrstuvwxyz" if unk not in tokenizer.tokenize(ch)]
+    if len(unknown) == 26 and lower_known:
+        raise SpanftError(
+            f"backbone {name}: its vocabulary is uncased (0 of {words} pieces hold capitals) but its tokenizer "
+            f"keeps case, so every capitalised word becomes {unk}: set lowercase: true (spanft backbone "
+            f"--lowercase) or give it a cased tokenizer")
+
+
+def check_vocabulary(model, tokenizer, name: str) -> None:
+    """The tokenizer's ids must all have an embedding row (a tokenizer from another model would index past it)."""
+    embeddings = model.get_input_embeddings()
+    rows = getattr(embeddings, "num_embeddings", None)
+    if rows is None:
+        return
+    ids = max([len(tokenizer), *(i + 1 for i in tokenizer.get_vocab().values())])
+    if ids > rows:
+        raise SpanftError(
+            f"backbone {name}: its tokenizer has {ids} ids but its embedding has {rows} rows (config vocab_size "
+            f"{getattr(model.config, 'vocab_size', rows)}): ids from {rows} up have no row; the tokenizer is not "
+            f"this model's")
+
+
+def usable_positions(model) -> int | None:
+    """Tokens an input may hold: the position embeddings, less RoBERTa's ``padding_idx + 1`` offset."""
+    total = getattr(model.config, "max_position_embeddings", None)
+    if not isinstance(total, int) or total <= 0:
+        return None
+    padding = getattr(getattr(model, "embeddings", None), "padding_idx", None)
+    return total - (padding + 1) if isinstance(padding, int) else total
+
+
+def check_max_seq_len(model, name: str, max_seq_len: int) -> None:
+    """``max_seq_len`` may not exceed the backbone's position embeddings (an IndexError mid-training else)."""
+    usable = usable_positions(model)
+    if usable is not None and max_seq_len > usable:
+        total = model.config.max_position_embeddings
+        extra = f" ({total} less the {total - usable} RoBERTa reserves)" if usable != total else ""
+        raise SpanftError(
+            f"backbone {name}: max_seq_len {max_seq_len} exceeds its {usable} position embeddings{extra}: set "
+            f"hparams.<task>.max_seq_len (--max-seq-len) to at most {usable}")
 
 
 def backbone_is_uncased(tokenizer) -> bool:

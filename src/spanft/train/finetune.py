@@ -43,7 +43,7 @@ from spanft.data.registry import TaskSpec, get_task
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open, atomic_path, check_output
 from spanft.model.features import FeatureConfig, SpanCollator, encode_split
-from spanft.model.loading import backbone_is_uncased, load_backbone
+from spanft.model.loading import backbone_is_uncased, check_max_seq_len, load_backbone
 from spanft.model.span_model import SpanModel
 from spanft.train.checkpoints import (
     ElapsedCallback,
@@ -142,6 +142,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     if not span_config.needs_spans:
         frames = {split: _drop_spans(frame) for split, frame in frames.items()}
     backbone, tokenizer = load_backbone(options.backbone)
+    check_max_seq_len(backbone, options.backbone, options.max_seq_len)
     warn_if_case_lost(frames, tokenizer, options.backbone)
     feature_config = FeatureConfig(options.max_seq_len, options.resolved_max_spans(), options.max_span_len)
     datasets, truncation = {}, {}
