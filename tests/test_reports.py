@@ -142,6 +142,9 @@ def _write_run(root: Path, study: str, backbone: str, task_name: str, variant: s
         "task": task_name, "variant": variant, "backbone": f"data/backbones/{backbone}", "seed": seed,
         "main_metric": task.main_metric, "metrics": metrics, "eval_loss": {}, "best_epoch": 1, "epochs": 1,
         "history": [], "train_seconds": 10.0 + seed + (2.5 if sf else 0.0), "device": "cpu (2 cores, 2 threads)",
+        "step_time": {"steps_timed": 40, "step_seconds": _step_seconds(sf, seed),
+                      "step_cpu_seconds": 0.9 * _step_seconds(sf, seed),
+                      "contended": (study, task_name, variant, seed) == CONTENDED_RUN},
         "backbone_parameters": 1000, "extra_parameters": 30 if sf else 0,
         "extra_parameters_percent": 3.0 if sf else 0.0, "examples": {}, "truncation": {}, "resumed_from": None,
         "settings": {}, "splits": {"present": [s for s in task.all_splits if s not in absent], "absent": absent},
@@ -151,6 +154,13 @@ def _write_run(root: Path, study: str, backbone: str, task_name: str, variant: s
                                           "digest": "0123456789abcdef0123"},
                              "data": {"source": "synthetic", "digest": f"{task_name}-digest"}}
     (path / "metrics.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+
+
+CONTENDED_RUN = ("glue", "qqp", "sf", 2)  # this run's steps waited for a core: Table 3 draws nothing from QQP
+
+
+def _step_seconds(sf: bool, seed: int) -> float:
+    return 0.010 + 0.001 * seed + (0.004 if sf else 0.0)
 
 
 def write_segmented(root: Path) -> None:
@@ -357,6 +367,18 @@ def test_tables_3_to_8_hold_the_runs_numbers(tree):
     assert cost["baseline_seconds"].tolist() == pytest.approx([np.mean([11.0, 12.0])] * 9)
     assert cost["sf_seconds"].tolist() == pytest.approx([np.mean([13.5, 14.5])] * 9)
     assert cost["ratio"].tolist() == pytest.approx([14.0 / 11.5] * 9, abs=1e-6)
+    steps = {sf: np.mean([_step_seconds(sf, seed) for seed in SEEDS]) for sf in (False, True)}
+    assert cost["baseline_step_seconds"].tolist() == pytest.approx([steps[False]] * 9)
+    assert cost["sf_step_cpu_seconds"].tolist() == pytest.approx([0.9 * steps[True]] * 9)
+    contended = cost["task"] == CONTENDED_RUN[1]
+    assert cost["contended"].tolist() == contended.tolist()
+    assert cost.loc[~contended, "step_ratio"].tolist() == pytest.approx([steps[True] / steps[False]] * 8)
+    assert cost.loc[contended, "step_ratio"].isna().all()
+    markdown = (out / "table3.md").read_text()
+    qqp_rows = [line for line in markdown.splitlines() if line.startswith("|") and "| qqp " in line]
+    assert qqp_rows and all("contended" in line for line in qqp_rows)
+    assert f"{steps[True] / steps[False]:.2f}x the baseline's time per optimizer step (mean over 8 of 9 tasks; " \
+           f"contended, left out: qqp)" in markdown
     assert set(cost["extra_parameters_percent"]) == {3.0}
     snli = pd.read_csv(out / "table5.csv")
     for variant in ("baseline", "sf"):

@@ -55,7 +55,13 @@ TABLE2_NOTES = [
     "(≤ marks p at its floor 2/(R+1)), which makes no inference about the method.",
 ]
 TABLE3_NOTES = [
-    "Mean fine-tuning wall time over seeds (metrics.json train_seconds): measured, so it varies run to run.",
+    "ms/step: a run's median wall time per optimizer step, warm-up steps and evaluation left out (metrics.json "
+    "step_time), mean over seeds; CPU ms in brackets (every thread of the process). SF / baseline compares these: "
+    "the method's cost per step, apart from start-up, evaluation and how busy the machine was.",
+    "contended: a run whose steps took over 1.3x their CPU time divided by its threads waited for a core; its "
+    "ratio is not shown, and the verdict leaves the task out.",
+    "s: mean fine-tuning wall time over seeds (metrics.json train_seconds), evaluation and checkpoints included: "
+    "measured, so it varies run to run.",
     "Extra parameters: the span module and its classifier input, as % of the backbone's parameters.",
 ]
 
@@ -196,21 +202,35 @@ def table3(context: ReportContext) -> Table:
     paper_extra = _paper_extra_parameters(context)
     rows, data, verdicts = [], [], []
     for backbone in plan.studies["glue"].backbones:
-        extras, ratios = [], []
+        records = []
         for task in plan.studies["glue"].tasks:
             row, record = _cost_row(context, backbone, task, seeds, paper_extra)
             rows.append(row)
-            data.append(record)
-            extras.append(record["extra_parameters_percent"])
-            ratios.append(record["ratio"])
-        extra, ratio = summarize(extras).mean, summarize(ratios).mean
-        text = (f"SF adds {fixed(extra, 2)}% parameters (the paper's text: {fixed(paper_extra, 0)}% of a BERT) "
-                f"and takes {fixed(ratio, 2)}x the baseline's fine-tuning time (mean over tasks; measured on "
-                f"this machine).")
+            records.append(record)
+        data += records
         word = SYNTHETIC if context.synthetic else "cost, no verdict"
-        text += f" ({MACHINERY})" if context.synthetic else ""
+        text = _cost_text(records, paper_extra) + (f" ({MACHINERY})" if context.synthetic else "")
         verdicts.append(PlainVerdict(3, context.backbone_label(backbone), word, text))
     return Table(3, title, pd.DataFrame(rows), pd.DataFrame(data), list(TABLE3_NOTES), verdicts)
+
+
+def _cost_text(records: list[dict], paper_extra: float) -> str:
+    """The cost line: extra parameters, the step-time ratio over the uncontended tasks, and the wall-time ratio."""
+    extra = summarize(r["extra_parameters_percent"] for r in records).mean
+    steady = [r["step_ratio"] for r in records if not r["contended"] and not math.isnan(r["step_ratio"])]
+    contended = [r["task"] for r in records if r["contended"]]
+    if steady:
+        cost = (f"takes {fixed(summarize(steady).mean, 2)}x the baseline's time per optimizer step (mean over "
+                f"{len(steady)} of {len(records)} tasks")
+        cost += f"; contended, left out: {', '.join(contended)})" if contended else ")"
+    elif contended:
+        cost = f"has no step-time figure: every task's runs were contended ({', '.join(contended)})"
+    else:
+        cost = "has no step-time figure: the runs recorded no step times"
+    wall = summarize(r["ratio"] for r in records).mean
+    return (f"SF adds {fixed(extra, 2)}% parameters (the paper's text: {fixed(paper_extra, 0)}% of a BERT) and "
+            f"{cost}; its whole fine-tuning time, start-up and evaluation included, was {fixed(wall, 2)}x "
+            f"(measured on this machine).")
 
 
 def _paper_extra_parameters(context: ReportContext) -> float:
@@ -228,17 +248,42 @@ def _cost_row(context: ReportContext, backbone: str, task: str, seeds: list[int]
     base, span = _arms(context, backbone, task, seeds)
     base_s = summarize(_float(run, "train_seconds") for run in base).mean
     span_s = summarize(_float(run, "train_seconds") for run in span).mean
-    ratio = span_s / base_s if base_s and not math.isnan(base_s) else math.nan
+    base_step, base_cpu = (summarize(_step(run, key) for run in base).mean for key in ("step_seconds", "step_cpu_seconds"))
+    span_step, span_cpu = (summarize(_step(run, key) for run in span).mean for key in ("step_seconds", "step_cpu_seconds"))
+    contended = any((run.get("step_time") or {}).get("contended") for run in base + span)
+    step_ratio = _ratio(span_step, base_step)
     devices = "; ".join(sorted({str(run.get("device", "?")) for run in base + span}))
     extra = summarize(_float(run, "extra_parameters_percent") for run in span).mean
     row = {"Backbone": context.backbone_label(backbone), "Task": task,
-           "baseline s": fixed(base_s, 1), "+SF s": fixed(span_s, 1),
-           "SF / baseline": fixed(ratio, 2), "device": devices,
+           "baseline ms/step (CPU)": _ms(base_step, base_cpu), "+SF ms/step (CPU)": _ms(span_step, span_cpu),
+           "SF / baseline per step": "contended" if contended else fixed(step_ratio, 2),
+           "baseline s": fixed(base_s, 1), "+SF s": fixed(span_s, 1), "device": devices,
            "extra params %": fixed(extra, 2), "extra params % (paper, text)": fixed(paper_extra, 2)}
     record = {"backbone": backbone, "paper_backbone": context.plan.paper_name(backbone), "task": task,
-              "baseline_seconds": base_s, "sf_seconds": span_s, "ratio": ratio, "device": devices,
+              "baseline_step_seconds": base_step, "sf_step_seconds": span_step,
+              "baseline_step_cpu_seconds": base_cpu, "sf_step_cpu_seconds": span_cpu,
+              "step_ratio": math.nan if contended else step_ratio, "contended": contended,
+              "baseline_seconds": base_s, "sf_seconds": span_s, "ratio": _ratio(span_s, base_s), "device": devices,
               "extra_parameters_percent": extra, "paper_extra_parameters_percent": csv_number(paper_extra, 1.0)}
     return row, record
+
+
+def _ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator and not math.isnan(denominator) else math.nan
+
+
+def _ms(wall: float, cpu: float) -> str:
+    return "not recorded" if math.isnan(wall) else f"{1000 * wall:.1f} ({1000 * cpu:.1f})"
+
+
+def _step(run: Run, key: str) -> float:
+    """A run's median step time (``step_time`` in metrics.json; runs of older versions have none: NaN)."""
+    value = (run.get("step_time") or {}).get(key)
+    if value is None:
+        return math.nan
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise SpanftError(f"{run.path / 'metrics.json'}: step_time.{key} must be a number, found {value!r}")
+    return float(value)
 
 
 def _float(run: Run, key: str) -> float:

@@ -56,7 +56,7 @@ from spanft.train.checkpoints import (
 from spanft.train.options import SPAN_VARIANTS, FinetuneOptions, span_config_for
 from spanft.train.scoring import nan_to_none, score_split, selection_metrics
 from spanft.threads import use_threads
-from spanft.train.timing import StepTimer
+from spanft.train.timing import Phases, StepTimer
 from spanft.train.trainer import SpanTrainer, training_arguments
 
 log = logging.getLogger("spanft")
@@ -128,6 +128,7 @@ def write_predictions(path: Path, idx, gold: list[str], pred: list[str]) -> None
 
 def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     """Fine-tune, predict every eval/test split, write the run directory. Returns metrics.json's content."""
+    phases = Phases()
     options.validate()
     task = get_task(options.task)
     out = check_run_outputs(options)
@@ -137,12 +138,15 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     main, processes = args.process_index == 0, args.world_size
     if not main:
         log.setLevel(logging.ERROR)  # the replicas would repeat the main process's messages
+    phases.mark("checks")
     frames = load_splits(options, task)
     span_config = span_config_for(options, task)
     if not span_config.needs_spans:
         frames = {split: _drop_spans(frame) for split, frame in frames.items()}
+    phases.mark("read data")
     backbone, tokenizer = load_backbone(options.backbone)
     check_max_seq_len(backbone, options.backbone, options.max_seq_len)
+    phases.mark("load backbone")
     warn_if_case_lost(frames, tokenizer, options.backbone)
     feature_config = FeatureConfig(options.max_seq_len, options.resolved_max_spans(), options.max_span_len)
     datasets, truncation = {}, {}
@@ -151,6 +155,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
         truncation[split] = _as_dict(stats)
     if main:  # everything is read and checked: only now does the previous run stop looking complete
         _retire_previous_metrics(out)
+    phases.mark("tokenize")
 
     (enable_full_determinism if not torch.cuda.is_available() else set_seed)(options.seed)
     model = SpanModel(backbone, span_config)  # the new layers' initial weights depend on the seed
@@ -169,8 +174,10 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
         compute_metrics=selection_metrics(task, frames[selection]),
         callbacks=[ElapsedCallback(start, offset), timer, *options.extra_callbacks],
     )
+    phases.mark("build model")
     trainer.train(resume_from_checkpoint=resume)
     train_seconds = offset + time.perf_counter() - start
+    phases.mark("train (steps, per-epoch evaluation, checkpoints)")
     best_epoch = _best_epoch(trainer)
     history = _history(trainer)
 
@@ -190,9 +197,13 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     summary = _summary(options, task, model, results, losses, best_epoch, history, train_seconds, truncation,
                        frames, resume, processes, threads, timer.summary(threads))
     summary["inputs"] = run_provenance(options.backbone, options.data, backbone)
+    phases.mark("predict")
     if main:
         write_run_directory(out, frames, written, summary)
         clear_checkpoints(options.checkpoint_path())
+    phases.mark("write")
+    log.info("finetune phases: %s; of the training, %.2f s in %d optimizer steps", phases.line(),
+             sum(timer.walls), len(timer.walls))
     barrier()  # the replicas return once the run directory is in place
     return summary
 

@@ -51,6 +51,22 @@ class StepTimer(TrainerCallback):
                 "contended": contended(wall, cpu, threads)}
 
 
+class Phases:
+    """Wall seconds of a run's consecutive phases: :meth:`mark` ends the phase under way and names it."""
+
+    def __init__(self) -> None:
+        self.seconds: dict[str, float] = {}
+        self._last = time.perf_counter()
+
+    def mark(self, name: str) -> None:
+        now = time.perf_counter()
+        self.seconds[name] = self.seconds.get(name, 0.0) + now - self._last
+        self._last = now
+
+    def line(self) -> str:
+        return ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.seconds.items())
+
+
 def contended(wall: float, cpu: float, threads: int) -> bool:
     """Whether steps of ``wall`` seconds that used ``cpu`` CPU seconds on ``threads`` threads waited for cores."""
     return wall > CONTENDED_RATIO * cpu / max(1, threads)
