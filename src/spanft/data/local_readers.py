@@ -190,19 +190,25 @@ def conll_sentences(path: Path) -> Iterator[tuple[int, list[str], list[str], lis
     a row without tokens the same way: :func:`spanft.data.reader_rules.report_boundaries`).
 
     POS tags are the second column when the file has three or more (token, POS, [chunk,] NER), else None.
+    The column count is the one most lines have, so a wrong line is the one named, the first line included. A
+    sentence that runs through several sentence ends ('.', '?', '!' followed by more tokens) is refused: the
+    blank lines between sentences are missing, and the file would be read as document-long sentences.
     """
-    expected = None
+    expected = _conll_columns(path)
     tokens, tags, pos, start = [], [], [], 0
     for number, line in read_text_lines(path, what="CoNLL-2003 file"):
         fields = line.split()
         if not fields or fields[0] == "-DOCSTART-":
             if tokens:
+                _check_sentence_ends(path, start, tokens)
                 yield start, tokens, tags, (pos if expected >= 3 else None)
             tokens, tags, pos = [], [], []
             continue
-        expected = expected or len(fields)
-        if len(fields) != expected or expected < 2:
-            raise SpanftError(f"{where(path, number)}: expected {expected} columns (token ... tag), found {len(fields)}")
+        if expected < 2:
+            raise SpanftError(f"{where(path, number)}: expected at least 2 columns (token ... tag), found {len(fields)}")
+        if len(fields) != expected:
+            raise SpanftError(f"{where(path, number)}: expected {expected} columns (token ... tag, as most lines "
+                              f"have), found {len(fields)}")
         if not _TAG.match(fields[-1]):
             raise SpanftError(f"{where(path, number)}: NER tag {fields[-1]!r} is not O or [BI]-PER/LOC/ORG/MISC")
         if not tokens:
@@ -211,7 +217,31 @@ def conll_sentences(path: Path) -> Iterator[tuple[int, list[str], list[str], lis
         tags.append(fields[-1])
         pos.append(fields[1])
     if tokens:
+        _check_sentence_ends(path, start, tokens)
         yield start, tokens, tags, (pos if expected >= 3 else None)
+
+
+def _conll_columns(path: Path) -> int:
+    """The column count most token lines of the file have (the first such line's, on a tie)."""
+    counts: dict[int, int] = {}
+    for _, line in read_text_lines(path, what="CoNLL-2003 file"):
+        fields = line.split()
+        if fields and fields[0] != "-DOCSTART-":
+            counts[len(fields)] = counts.get(len(fields), 0) + 1
+    return max(counts, key=counts.get) if counts else 0
+
+
+_SENTENCE_ENDS = frozenset({".", "?", "!"})
+MAX_INNER_ENDS = 2  # "Mr . Smith" may hold one; a run through more is several sentences without blank lines
+
+
+def _check_sentence_ends(path: Path, start: int, tokens: list[str]) -> None:
+    inner = [i for i, token in enumerate(tokens[:-1]) if token in _SENTENCE_ENDS]
+    if len(inner) >= MAX_INNER_ENDS:
+        lines = ", ".join(str(start + i) for i in inner[:3])
+        raise SpanftError(
+            f"{where(path, start)}: a sentence of {len(tokens)} tokens runs through {len(inner)} sentence ends "
+            f"(at lines {lines}{', ...' if len(inner) > 3 else ''}): a blank line must end each sentence")
 
 
 def to_iob2(tags: Sequence[str]) -> list[str]:
