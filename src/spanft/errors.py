@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+import unicodedata
 from typing import Callable, Iterator
 
 
@@ -24,9 +25,29 @@ def where(path: object, line: int | None = None) -> str:
     return f"{path}:{line}" if line is not None else str(path)
 
 
-def one_line(text: str) -> str:
-    """``text`` with every character that a terminal or ``str.splitlines`` takes as a line break escaped."""
-    return "".join(ch if len(f"{ch}x".splitlines()) == 1 else ascii(ch)[1:-1] for ch in text)
+# Characters a terminal does not show as themselves: controls (ESC starts a terminal sequence), format
+# characters (zero-width space, bidi overrides), surrogates, private-use and unassigned code points, and line
+# or paragraph separators. One line shows each as its Python escape.
+_UNSHOWN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+MAX_LINE = 2000  # characters of an error line; a longer one keeps its head and tail, the middle counted
+
+
+def _shown(ch: str) -> str:
+    if ch == " " or (unicodedata.category(ch) not in _UNSHOWN and len(f"{ch}x".splitlines()) == 1):
+        return ch
+    return ascii(ch)[1:-1]
+
+
+def one_line(text: str, limit: int = MAX_LINE) -> str:
+    """``text`` as one readable line: every character a terminal or ``str.splitlines`` would not show as
+    itself (line breaks, ESC, zero-width and other invisible characters) escaped, and a text longer than
+    ``limit`` characters shortened in the middle, saying how much was left out."""
+    shown = "".join(_shown(ch) for ch in text)
+    if len(shown) <= limit:
+        return shown
+    head, tail = limit * 2 // 3, limit // 4
+    cut = shown[head:len(shown) - tail]
+    return f"{shown[:head]} ...[{len(cut)} characters left out]... {shown[len(shown) - tail:]}"
 
 
 def describe_os_error(exc: OSError) -> str:

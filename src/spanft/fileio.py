@@ -141,12 +141,31 @@ def atomic_path(target: str | os.PathLike, *, inputs: Inputs = (), made_by: str 
         except OSError as exc:
             if exc.filename is None and exc.filename2 is None:  # a write or close: name what was being written
                 raise SpanftError(f"{target}: {describe_os_error(exc)} (while writing it)") from None
+            if any(_under(name, tmp) for name in (exc.filename, exc.filename2) if name is not None):
+                # the user named the target, never the temporary beside it
+                raise SpanftError(f"{_as_target(describe_os_error(exc), tmp, target)} (while writing it)") from None
+            raise
+        except SpanftError as exc:
+            if str(tmp) in str(exc):
+                raise SpanftError(_as_target(str(exc), tmp, target)) from None
             raise
         _finish(tmp, target, made_by)
         check_output(target, inputs=inputs, made_by=made_by)
         _move_into_place(tmp, target)
     finally:
         _remove(tmp)
+
+
+def _under(name: object, tmp: Path) -> bool:
+    path = os.path.abspath(os.fsdecode(name)) if isinstance(name, (str, bytes, os.PathLike)) else ""
+    return path == os.path.abspath(tmp) or path.startswith(os.path.abspath(tmp) + os.sep)
+
+
+def _as_target(message: str, tmp: Path, target: Path) -> str:
+    """``message`` with the temporary path (and the absolute form of it) replaced by the target's name."""
+    for form in sorted({str(tmp), os.path.abspath(tmp)}, key=len, reverse=True):
+        message = message.replace(form, str(target))
+    return message
 
 
 def _finish(tmp: Path, target: Path, made_by: str | None) -> None:
