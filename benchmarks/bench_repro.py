@@ -1,0 +1,65 @@
+"""The first hour's figures: the embedded `dvc repro` from a clean clone, on a quiet machine and beside a
+CPU-bound process, and a no-op `dvc repro` after it.
+
+    python benchmarks/bench_repro.py [--loaded] [--work DIR]
+
+Each case is a fresh `git clone` of HEAD with an empty DVC cache (what a new user has), run one after the other.
+"quiet" runs alone; "loaded" starts `python -c "while True: pass"` beside it and stops it at the end. After the
+first case, `dvc repro` is timed three times with nothing to do (the median is the no-op figure). Prints the
+wall times, the loaded / quiet ratio and whether the two cases' reports are equal apart from Table 3 (measured
+times). The clones are kept (their reports and dvc.lock are a full run's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_fanout import ROOT, reports_without_table3, timed  # noqa: E402
+
+HOG = [sys.executable, "-c", "while True: pass"]
+
+
+def clean_clone(work: Path, name: str) -> Path:
+    project = work / name
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(project)], check=True)
+    return project
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--loaded", action="store_true", help="also time a run beside a CPU-bound process")
+    parser.add_argument("--work", type=Path, default=None, help="folder for the clones (default: a temporary one)")
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="bench_repro-"))
+    work.mkdir(parents=True, exist_ok=True)
+    cases = ["quiet", *(["loaded"] if args.loaded else [])]
+    walls, projects = {}, {}
+    for case in cases:
+        project = projects[case] = clean_clone(work, case)
+        hog = subprocess.Popen(HOG) if case == "loaded" else None
+        try:
+            walls[case] = timed(["dvc", "repro"], project, work / f"{case}.log")
+        finally:
+            if hog:
+                hog.kill()
+                hog.wait()
+        print(f"{case}: dvc repro {walls[case]:.1f} s ({walls[case] / 60:.1f} min); log {work / f'{case}.log'}",
+              flush=True)
+        if case == "quiet":
+            noop = [timed(["dvc", "repro"], project, work / f"noop-{i}.log") for i in range(3)]
+            print(f"no-op dvc repro: median {statistics.median(noop):.2f} s of {', '.join(f'{s:.2f}' for s in noop)}")
+    if args.loaded:
+        ratio = walls["loaded"] / walls["quiet"]
+        same = reports_without_table3(projects["quiet"]) == reports_without_table3(projects["loaded"])
+        print(f"loaded / quiet: {ratio:.2f}x; reports equal apart from Table 3: {same}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
