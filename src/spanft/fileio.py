@@ -79,9 +79,34 @@ def check_output(target: str | os.PathLike, *, inputs: Inputs = (), made_by: str
     if made_by is None:
         if target.is_dir():
             raise SpanftError(f"output {target} is a directory; a file is written here: name the file")
+        if target.is_file() and not _writable(target):
+            raise SpanftError(f"output {target} is read-only: spanft does not replace it (as cp would not); make it "
+                              f"writable (chmod u+w) or choose another path")
     else:
+        if os.path.exists(target) and not target.is_dir() and not target.is_file():
+            raise SpanftError(f"output {target} is {_kind(target)}: a directory is written here; choose another path")
         _check_directory_target(target, made_by)
     return target
+
+
+def _writable(path: Path) -> bool:
+    """Writable by this user, and not marked read-only for everyone (root, too, keeps a file with no w bit)."""
+    return os.access(path, os.W_OK) and bool(path.stat().st_mode & 0o222)
+
+
+def is_special(target: str | os.PathLike) -> bool:
+    """True for an existing output that is no regular file or directory (or a link to one): a character or
+    block device (what /dev/null is), a FIFO, a socket, a process substitution's pipe. Never replaced."""
+    return os.path.exists(target) and not os.path.isfile(target) and not os.path.isdir(target)
+
+
+def _kind(path: Path) -> str:
+    import stat
+
+    mode = os.stat(path).st_mode
+    kinds = ((stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISFIFO, "a FIFO (pipe)"),
+             (stat.S_ISSOCK, "a socket"))
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
 
 
 def _check_directory_target(target: Path, made_by: str) -> None:
@@ -132,6 +157,10 @@ def atomic_path(target: str | os.PathLike, *, inputs: Inputs = (), made_by: str 
     directory); it replaces ``target`` only if the block succeeds. See the module's rules for what may be
     replaced; they are checked before the block runs and again before the rename."""
     target = check_output(target, inputs=inputs, made_by=made_by)
+    if made_by is None and is_special(target):
+        with _written_through(target) as tmp:
+            yield tmp
+        return
     target.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temporaries(target)
     tmp = _temporary_name(target)
@@ -154,6 +183,32 @@ def atomic_path(target: str | os.PathLike, *, inputs: Inputs = (), made_by: str 
         _move_into_place(tmp, target)
     finally:
         _remove(tmp)
+
+
+@contextlib.contextmanager
+def _written_through(target: Path) -> Iterator[Path]:
+    """A device, FIFO or pipe is never replaced: the output is made in a private temporary file and, once
+    complete, written through to ``target`` (``/dev/null`` discards it, a pipe's reader receives it)."""
+    folder = Path(tempfile.mkdtemp(prefix="spanft-"))
+    tmp = folder / "output"
+    try:
+        try:
+            yield tmp
+        except OSError as exc:
+            if exc.filename is None or _under(exc.filename, tmp):
+                raise SpanftError(f"{target}: {_as_target(describe_os_error(exc), tmp, target)} (while writing it)") from None
+            raise
+        except SpanftError as exc:
+            raise SpanftError(_as_target(str(exc), tmp, target)) from None
+        if not tmp.is_file():
+            raise RuntimeError(f"nothing was written to the temporary path for {target}")
+        try:
+            with open(tmp, "rb") as source, open(target, "wb") as sink:  # O_TRUNC on a device or pipe: no effect
+                shutil.copyfileobj(source, sink)
+        except OSError as exc:
+            raise SpanftError(f"{target}: {describe_os_error(exc).removeprefix(f'{target}: ')} (while writing it)") from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _under(name: object, tmp: Path) -> bool:

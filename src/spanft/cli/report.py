@@ -18,10 +18,36 @@ def add_report(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=report)
 
 
+REPORT_INDEX_START = "Profile: "  # the first line of every index.md the report writes (report.cells.profile_line)
+
+
+def check_report_folder(out: str) -> None:
+    """``--out`` must be new, empty or the report's own folder (its ``index.md`` written by the report): the
+    report replaces its files by name and removes ``index.md`` first, so never in a folder of the user's."""
+    from pathlib import Path
+
+    from spanft.errors import SpanftError
+
+    folder = Path(out)
+    if not folder.is_dir() or not any(folder.iterdir()):
+        return
+    index, own = folder / "index.md", False
+    if index.is_file():  # never opened when it is a FIFO or a device (is_file is False for those)
+        try:
+            with open(index, encoding="utf-8") as handle:
+                own = handle.readline().startswith(REPORT_INDEX_START)
+        except (OSError, UnicodeDecodeError):
+            own = False
+    if not own:
+        raise SpanftError(f"--out {out}: holds files the report did not write (no index.md of spanft report "
+                          f"inside): the report writes only into a new, empty or earlier report folder; choose another")
+
+
 def report(args: argparse.Namespace) -> int:
     from spanft.params.plan import load_plan
     from spanft.report.build import write_reports
 
+    check_report_folder(args.out)
     write_reports(load_plan(args.params), args.runs, args.segmented, args.out, paper_values=args.paper_values,
                   corpus_record=args.corpus_record)
     return 0

@@ -15,6 +15,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 import dataclasses
 import logging
 import os
@@ -135,21 +137,36 @@ def fanout(root: Path, settings: ClusterSettings, jobs: int | None, allow_dirty:
     executor = executor_name(settings)
     folder = settings.folder_path(root)
     check_folder(root, folder)
+    if settings.remote:
+        check_remote(root, settings.remote)
+    made = [path for path in (*reversed([folder, *folder.parents]), folder / ".gitignore", folder / "fanout.lock")
+            if not os.path.lexists(path)]  # what this call creates: removed again if it is refused
     folder.mkdir(parents=True, exist_ok=True)
     if not (folder / ".gitignore").exists():  # job workspaces are git clones: never add them
         (folder / ".gitignore").write_text("*\n", encoding="utf-8")
-    if settings.remote:
-        check_remote(root, settings.remote)
     lock = FileLock(folder / "fanout.lock", timeout=0)
     try:
         lock.acquire()
     except Timeout:
+        _remove_made(made)
         raise SpanftError(f"{folder / 'fanout.lock'}: another spanft fanout is running for this head; "
                           f"wait for it to end (or stop it) first") from None
     try:
         return _fanout(root, settings, executor, jobs or settings.max_parallel, allow_dirty, join)
+    except SpanftError:
+        lock.release()
+        _remove_made(made)
+        raise
     finally:
         lock.release()
+
+
+def _remove_made(made: list[Path]) -> None:
+    """A refused fan-out leaves nothing behind: the files and folders it created go, while they hold nothing
+    else (a folder where jobs already left their workspaces stays)."""
+    for path in reversed(made):
+        with contextlib.suppress(OSError):
+            path.rmdir() if path.is_dir() and not path.is_symlink() else path.unlink()
 
 
 def check_folder(root: Path, folder: Path) -> None:
