@@ -24,7 +24,8 @@ from itertools import product
 from typing import Any, Callable
 
 from spanft.errors import SpanftError, run_command
-from spanft.params.plan import VARIANTS, Plan, Variant, load_plan
+from spanft.params.load import load_params
+from spanft.params.plan import PARAMS_FILE, VARIANTS, Plan, Variant, load_plan
 
 STAGE_ENV = "DVC_STAGE"  # dvc/env.py: set by DVC for every stage command
 _JOIN = "@"  # dvc/parsing: JOIN between a group's name and its member's key
@@ -142,9 +143,47 @@ def run_stage(body: Callable[[Plan], None], quiet: bool = False) -> int:
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="spanft: %(message)s",
                         stream=sys.stderr)
     def call() -> None:
+        before = _params_now()
         body(load_plan())  # a stage's result is its output files; the exit code is 0 unless it raised
+        check_params_unchanged(before, _params_now())
 
     return run_command(call)
+
+
+def _params_now() -> Any:
+    """The params tree on disk now (None when it does not load: load_plan says why, in its own words)."""
+    try:
+        return load_params(PARAMS_FILE)
+    except (SpanftError, OSError):
+        return None
+
+
+_MISSING = object()
+
+
+def first_difference(old: Any, new: Any, prefix: str = "") -> tuple[str, Any, Any] | None:
+    """``(dotted key, old value, new value)`` of the first place two params trees differ; None if equal."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in [*old, *(k for k in new if k not in old)]:
+            found = first_difference(old.get(key, _MISSING), new.get(key, _MISSING), f"{prefix}{key}.")
+            if found:
+                return found
+        return None
+    if old == new and type(old) is type(new):
+        return None
+    return prefix.rstrip(".") or "(the whole file)", old, new
+
+
+def check_params_unchanged(before: Any, after: Any, path: str = PARAMS_FILE) -> None:
+    """A stage whose params changed on disk while it ran fails, so that DVC records nothing: it would write the
+    new values into dvc.lock beside outputs made from the old ones, and `dvc status` would then say clean."""
+    found = first_difference(before, after)
+    if found is None:
+        return
+    key, old, new = found
+    shown = lambda value: "(absent)" if value is _MISSING else repr(value)  # noqa: E731
+    raise SpanftError(f"{path}: {key} changed while this stage ran ({shown(old)} -> {shown(new)}): its outputs "
+                      f"were made from the old value, so DVC must not record them; re-run (dvc repro)")
 
 
 def run_stage_script(script: str, parser: argparse.ArgumentParser,

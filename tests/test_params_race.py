@@ -1,0 +1,119 @@
+"""Issue 32, class 1: a stage's record must match what it did.
+
+A stage whose params change on disk while it runs fails with one line naming the key and saying "re-run", so
+that DVC records nothing (generated edits: any key of params.yaml, any new value, added or removed keys).
+End to end: `dvc repro` of a stage whose params.yaml is edited mid-run writes no dvc.lock entry, and `dvc
+status` does not say clean.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from spanft.params.stage import first_difference, run_stage
+
+ROOT = Path(__file__).resolve().parents[1]
+TREE = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+
+
+def _paths(node, prefix=()):
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield (*prefix, key)
+            yield from _paths(value, (*prefix, key))
+
+
+PATHS = sorted(_paths(TREE), key=str)
+_value = st.one_of(st.integers(-5, 10**6), st.floats(allow_nan=False, allow_infinity=False), st.booleans(),
+                   st.text(alphabet="abcxyz_-", max_size=8), st.lists(st.integers(0, 9), max_size=3))
+
+
+def _set(tree: dict, path: tuple, value, delete: bool) -> dict:
+    node = tree
+    for key in path[:-1]:
+        node = node[key]
+    if delete:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return tree
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(path=st.sampled_from(PATHS), value=_value, delete=st.booleans())
+def test_params_edited_while_a_stage_runs_fail_it_naming_the_key(tmp_path_factory, monkeypatch, capsys, path,
+                                                                  value, delete):
+    workdir = tmp_path_factory.mktemp("stage")
+    params = workdir / "params.yaml"
+    params.write_text(yaml.safe_dump(TREE, sort_keys=False), encoding="utf-8")
+    monkeypatch.chdir(workdir)
+    import copy
+
+    changed = _set(copy.deepcopy(TREE), path, value, delete)
+    expected = first_difference(TREE, changed)
+
+    def body(plan) -> None:  # the params change on disk while the stage works
+        params.write_text(yaml.safe_dump(changed, sort_keys=False), encoding="utf-8")
+
+    status = run_stage(body)
+    err = capsys.readouterr().err
+    if expected is None:  # the same value written again: nothing changed
+        assert status == 0, err
+        return
+    lines = [line for line in err.splitlines() if line.startswith("spanft: error:")]
+    assert status == 2 and len(lines) == 1, err
+    assert f"params.yaml: {expected[0]} changed while this stage ran" in lines[0]
+    assert "re-run" in lines[0]
+
+
+def test_an_unchanged_params_file_lets_the_stage_pass(tmp_path, monkeypatch, capsys):
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(TREE, sort_keys=False), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    ran = []
+    assert run_stage(lambda plan: ran.append(plan.profile)) == 0
+    assert ran == [TREE["profile"]]
+
+
+STAGE_SCRIPT = '''
+import sys, yaml
+from pathlib import Path
+from spanft.params.stage import run_stage
+
+def body(plan):
+    Path("out.txt").write_text(f"dict_size {plan.dict_size}\\n")
+    tree = yaml.safe_load(Path("params.yaml").read_text())
+    tree["dict_size"] = tree["dict_size"] + 1  # what a `dvc exp run -S` or an editor does mid-run
+    Path("params.yaml").write_text(yaml.safe_dump(tree, sort_keys=False))
+
+sys.exit(run_stage(body))
+'''
+
+
+@pytest.mark.skipif(shutil.which("dvc") is None, reason="needs dvc")
+def test_dvc_records_nothing_when_params_change_mid_stage(tmp_path):
+    project = tmp_path / "p"
+    project.mkdir()
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    subprocess.run(["dvc", "init", "-q"], cwd=project, check=True, env=env)
+    (project / "params.yaml").write_text(yaml.safe_dump(TREE, sort_keys=False), encoding="utf-8")
+    (project / "stage.py").write_text(STAGE_SCRIPT, encoding="utf-8")
+    (project / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"s": {
+        "cmd": f"{sys.executable} stage.py", "deps": ["stage.py"], "params": ["dict_size"],
+        "outs": [{"out.txt": {"cache": False}}]}}}), encoding="utf-8")
+    done = subprocess.run(["dvc", "repro"], cwd=project, capture_output=True, text=True, env=env)
+    assert done.returncode != 0
+    assert "dict_size changed while this stage ran" in done.stderr + done.stdout
+    lock = project / "dvc.lock"
+    assert not lock.exists() or "s:" not in lock.read_text(encoding="utf-8")
+    status = subprocess.run(["dvc", "status"], cwd=project, capture_output=True, text=True, env=env)
+    assert "up to date" not in status.stdout, status.stdout
