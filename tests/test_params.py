@@ -360,7 +360,7 @@ def test_ranges_relations_ids_and_paths(tree, dotted, value, message):
 
 
 @pytest.mark.parametrize("key, value, message", [
-    ("lr", 0.0, ": must be a positive number"), ("lr", math.inf, ": must be a positive number"),
+    ("lr", 0.0, ": must satisfy 0 < lr <= 1"), ("lr", math.inf, ": must satisfy 0 < lr <= 1"),
     ("dropout", -0.1, ": must satisfy 0 <= dropout < 1"), ("dropout", 1, ": must satisfy 0 <= dropout < 1"),
     ("epochs", 0, ": must be at least 1"), ("max_spans", 0, ": must be at least 1"),
     ("batch_size", 2.5, " must be an integer, found 2.5"),

@@ -26,8 +26,9 @@ def add_count_ngrams(sub: argparse._SubParsersAction) -> None:
 
 
 def count_ngrams(args: argparse.Namespace) -> int:
-    from spanft.text.ngrams import count_ngrams_to_file
+    from spanft.text.ngrams import check_n_flags, count_ngrams_to_file
 
+    check_n_flags(args.min_n, args.max_n)  # the bounds of params ngrams.min_n / max_n
     count_ngrams_to_file(args.files, args.out, min_n=args.min_n, max_n=args.max_n, min_count=args.min_count,
                          lowercase=not args.keep_case, pretokenized=args.pretokenized, progress=not args.quiet)
     return 0
@@ -59,8 +60,12 @@ def _add_segmenter_options(p: argparse.ArgumentParser) -> None:
 
 
 def _segmenter(args: argparse.Namespace):
+    from spanft.text.ngrams import MAX_N, MIN_N
     from spanft.text.segmentation import make_segmenter
 
+    if not MIN_N <= args.max_n <= MAX_N:  # the bounds of params ngrams.max_n
+        raise SpanftError(f"--max-n (ngrams.max_n) must be from {MIN_N} to {MAX_N} (the longest span in words), "
+                          f"found {args.max_n}")
     return make_segmenter(args.method, args.dict_path, seed=args.seed, tagger=args.tagger, keep_case=args.keep_case,
                           max_n=args.max_n)
 

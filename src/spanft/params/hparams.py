@@ -62,10 +62,21 @@ def hparam_problem(name: str, value: Any) -> str | None:
         return f"{value!r} is not one of {', '.join(spec.metadata['choices'])}"
     if minimum is not None and value < minimum:
         return f"must be at least {minimum}, found {value!r}"
-    if name == "lr" and not (math.isfinite(value) and value > 0):
-        return f"must be a positive number, found {value!r}"
+    if name == "lr":
+        return lr_problem(value)
     if name == "dropout" and not 0 <= value < 1:
         return f"must satisfy 0 <= dropout < 1, found {value!r}"
+    return None
+
+
+MAX_LR = 1.0  # AdamW fine-tuning rates are ~1e-5 .. 1e-3; above 1 is a typo (2e5 for 2e-5), never a choice
+
+
+def lr_problem(value: Any) -> str | None:
+    """Why ``value`` is no plausible learning rate (0 < lr <= 1), or None."""
+    if not (math.isfinite(value) and 0 < value <= MAX_LR):
+        hint = " (a typo for a negative exponent, like 2e5 for 2e-5?)" if math.isfinite(value) and value > MAX_LR else ""
+        return f"must satisfy 0 < lr <= {MAX_LR:g}, found {value!r}{hint}"
     return None
 
 

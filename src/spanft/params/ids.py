@@ -63,8 +63,9 @@ def revision_problem(value: str) -> str | None:
 
 def name_problem(value: str) -> str | None:
     """Why ``value`` cannot name a backbone (a directory and a DVC stage name), or None."""
-    if not _NAME.fullmatch(value) or ".." in value:
-        return "is not a name: letters, digits, '_', '-' and '.' (no '..'), starting with a letter or digit"
+    if not _NAME.fullmatch(value) or "." in value:
+        return ("is not a name: letters, digits, '_' and '-', starting with a letter or digit (no '.': DVC "
+                "would split backbones.<source>.<name> at it)")
     return None
 
 

@@ -19,7 +19,7 @@ from spanft.data.tagger_sources import check_tagger_source
 from spanft.errors import SpanftError
 from spanft.params import ids
 from spanft.params.cluster import settings_from_params
-from spanft.params.hparams import HPARAM_FIELDS, hparam_problem
+from spanft.params.hparams import HPARAM_FIELDS, hparam_problem, lr_problem
 from spanft.params.load import load_params
 
 log = logging.getLogger("spanft")
@@ -198,7 +198,7 @@ _AT_LEAST_ONE = ("corpus.tokens", "corpus.tagged_sentences", "ngrams.min_count",
 _SEEDS = ("corpus.seed", "data.synthetic.seed", "segmentation.random_seed",
           "reports.bootstrap.seed")
 BOOTSTRAP_MIN_RESAMPLES = 39  # spanft.report.bootstrap.MIN_RESAMPLES (params import no report code)
-MAX_N = 5  # the paper counts and matches n-grams of 2 to 5 words; longer ones were never studied
+MIN_N, MAX_N = 2, 5  # n-grams of 2 to 5 words (the paper's); spanft.text.ngrams holds the same bounds
 SEED_LIMIT = 2**32  # numpy and torch seeds: 0 .. 2**32 - 1
 
 
@@ -224,9 +224,9 @@ def _check_counts(tree: dict, path) -> None:
 
 
 def _check_ngrams(ngrams: dict, path) -> None:
-    """Dictionary n-grams run from min_n to max_n words, within the paper's 2 .. 5."""
-    if not 2 <= ngrams["min_n"] <= ngrams["max_n"] <= MAX_N:
-        raise SpanftError(f"{path}: ngrams must satisfy 2 <= min_n <= max_n <= {MAX_N} (the longest span "
+    """Dictionary n-grams run from min_n to max_n words, within the paper's 2 .. 5 (the flags' bounds too)."""
+    if not MIN_N <= ngrams["min_n"] <= ngrams["max_n"] <= MAX_N:  # text.ngrams.n_range_problem: the flags' bounds
+        raise SpanftError(f"{path}: ngrams must satisfy {MIN_N} <= min_n <= max_n <= {MAX_N} (the longest span "
                           f"segmentation matches), found min_n {ngrams['min_n']}, max_n {ngrams['max_n']}")
 
 
@@ -249,6 +249,10 @@ def _check_sources(tree: dict, path) -> None:
               ("corpus.local_path", corpus["local_path"], ids.path_problem),
               ("data.dir", data["dir"], ids.path_problem),
               ("chunker.tagger", tree["chunker"]["tagger"], ids.path_problem)]
+    checks += [(f"data.revisions.{task}", revision, ids.revision_problem)
+               for task, revision in data["revisions"].items() if revision != ""]
+    if corpus["hf_revision"]:
+        checks.append(("corpus.hf_revision", corpus["hf_revision"], ids.revision_problem))
     for dotted, value, problem_of in checks:
         _refuse(path, dotted, value, problem_of)
     for dotted, source, needed in (("corpus", corpus["source"], "local_path"), ("data", data["source"], "dir")):
@@ -283,6 +287,10 @@ def _check_backbone(name: str, source: str, spec: dict, path) -> None:
     for key in _BUILD_AT_LEAST_ONE:
         if key in spec and spec[key] < 1:
             raise SpanftError(f"{path}: {where}.{key} must be at least 1, found {spec[key]!r}")
+    if "mlm_lr" in spec:
+        problem = lr_problem(spec["mlm_lr"])
+        if problem:
+            raise SpanftError(f"{path}: {where}.mlm_lr: {problem}")
     for key in ("mlm_steps", "vocab_lines"):  # 0: no MLM pre-training / every corpus line
         if key in spec and spec[key] < 0:
             raise SpanftError(f"{path}: {where}.{key} must be at least 0, found {spec[key]!r}")
@@ -356,6 +364,13 @@ def _check_references(tree: dict, path) -> None:
                                   f"{', '.join(tasks)})")
             if task not in tree["hparams"]:
                 raise SpanftError(f"{path}: hparams.{task} is missing (studies.{study} fine-tunes {task})")
+    for study, spec in tree["studies"].items():
+        if spec["backbones"] and not spec["seeds"]:
+            raise SpanftError(f"{path}: studies.{study}.seeds is empty but studies.{study}.backbones names "
+                              f"{', '.join(map(repr, spec['backbones']))}: its tables need at least one run per "
+                              f"backbone; give a seed, or empty the backbones to leave the study out")
+    _check_report_lists(tree, path)
+    _check_max_seq_len(tree, backbones, path)
     for encoder in tree["studies"]["snli"]["encoders"]:
         if encoder not in ENCODERS:
             raise SpanftError(f"{path}: studies.snli.encoders: unknown encoder {encoder!r}; valid: {', '.join(ENCODERS)}")
@@ -363,6 +378,46 @@ def _check_references(tree: dict, path) -> None:
         if method not in SEGMENTATION_METHODS:
             raise SpanftError(f"{path}: studies.dictsize.methods: unknown method {method!r}; valid: "
                               f"{', '.join(SEGMENTATION_METHODS)}")
+
+
+def _check_report_lists(tree: dict, path) -> None:
+    """reports.* name tasks the studies fine-tune, and backbones that are defined, each once."""
+    studied = {task for study, spec in tree["studies"].items() if spec["backbones"]
+               for task in spec.get("tasks", FIXED_TASKS.get(study, []))}
+    for dotted in ("reports.mcnemar_tasks", "reports.figure2.tasks"):
+        for task in _get(tree, dotted):
+            if task not in TASKS:
+                close = difflib.get_close_matches(str(task), list(TASKS), n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                raise SpanftError(f"{path}: {dotted}: unknown task {task!r}{hint}; valid tasks: {', '.join(TASKS)}")
+            if task not in tree["tasks"]:
+                raise SpanftError(f"{path}: {dotted}: {task!r} is not in tasks (prepared tasks: "
+                                  f"{', '.join(tree['tasks'])})")
+    figure2 = [t for t in tree["reports"]["figure2"]["tasks"] if t not in studied]
+    if figure2:
+        raise SpanftError(f"{path}: reports.figure2.tasks: {figure2[0]!r} is fine-tuned by no study with backbones "
+                          f"(studied: {', '.join(sorted(studied)) or 'none'})")
+    names = tree["reports"]["paper_names"]
+    defined = {name for group in tree["backbones"].values() for name in (group or {})}
+    for name in names:
+        if name not in defined:
+            raise SpanftError(f"{path}: reports.paper_names: {name!r} is not defined under backbones (defined: "
+                              f"{', '.join(sorted(defined))})")
+
+
+def _check_max_seq_len(tree: dict, backbones: dict, path) -> None:
+    """A built backbone has ``max_len`` positions: no task it fine-tunes may ask for more tokens."""
+    for study, spec in tree["studies"].items():
+        for name in spec["backbones"]:
+            source, settings = backbones[name]
+            if source != "build" or "max_len" not in settings:
+                continue
+            for task in spec.get("tasks", FIXED_TASKS.get(study, [])):
+                wanted = (tree["hparams"].get(task) or {}).get("max_seq_len", HPARAM_FIELDS["max_seq_len"].default)
+                if isinstance(wanted, int) and wanted > settings["max_len"]:
+                    raise SpanftError(f"{path}: hparams.{task}.max_seq_len {wanted} exceeds backbones.build.{name}."
+                                      f"max_len {settings['max_len']} (studies.{study} fine-tunes {task} on {name}): "
+                                      f"lower max_seq_len or raise max_len")
 
 
 def _backbone_specs(tree: dict, path) -> dict[str, tuple[str, dict[str, Any]]]:

@@ -321,6 +321,24 @@ def _collect(orders: list[_Order], vocab: list[str], min_n: int, max_n: int) -> 
     return NgramCounts([all_texts[i] for i in order.tolist()], counts[order])
 
 
+MIN_N, MAX_N = 2, 5  # n-grams of 2 to 5 words: the paper's, and the longest span segmentation matches
+
+
+def n_range_problem(min_n: int, max_n: int) -> str | None:
+    """Why ``min_n .. max_n`` is not a range of n-gram lengths (params ngrams.* and the flags alike), or None."""
+    if not MIN_N <= min_n <= max_n <= MAX_N:
+        return (f"must satisfy {MIN_N} <= min_n <= max_n <= {MAX_N} (the longest span segmentation matches), "
+                f"found min_n {min_n}, max_n {max_n}")
+    return None
+
+
+def check_n_flags(min_n: int, max_n: int) -> None:
+    """``--min-n``/``--max-n`` of the command line: the bounds of params ``ngrams.*``."""
+    problem = n_range_problem(min_n, max_n)
+    if problem:
+        raise SpanftError(f"--min-n/--max-n (ngrams.min_n/max_n) {problem}")
+
+
 def _check_orders(min_n: int, max_n: int, min_count: int) -> None:
     if min_n < 1:
         raise SpanftError(f"--min-n must be >= 1, got {min_n}")
