@@ -260,6 +260,59 @@ def custom_code_model(root: Path) -> None:
              "custom__modeling.py": "import pathlib\npathlib.Path(__file__).parent.parent.joinpath('PWNED').touch()\n"})(root)
 
 
+def _bert_dir(folder: Path, words: list[str], rows: int | None = None, lowercase: bool = True,
+              positions: int = 32) -> None:
+    """A saved BERT with a WordPiece tokenizer of ``words`` and ``rows`` embedding rows (default: one per id)."""
+    import torch
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *words]
+    folder.mkdir(parents=True)
+    BertTokenizerFast(vocab={w: i for i, w in enumerate(vocab)}, do_lower_case=lowercase).save_pretrained(folder)
+    torch.manual_seed(0)
+    BertModel(BertConfig(vocab_size=rows or len(vocab), hidden_size=8, num_hidden_layers=1, num_attention_heads=1,
+                         intermediate_size=16, max_position_embeddings=positions)).save_pretrained(folder)
+
+
+def foreign_tokenizer(root: Path) -> None:
+    _bert_dir(root / "foreign", ["the", "cat", "sat", "on", "mat", "a", "dog", "ran"], rows=7)
+
+
+def uncased_kept_cased(root: Path) -> None:
+    _bert_dir(root / "uncased", [*"abcdefghijklmnopqrstuvwxyz", "the", "cat"], lowercase=False)
+
+
+def short_positions(root: Path) -> None:
+    prepared_cola(root)
+    _bert_dir(root / "data/backbones/tiny", [*"abcdefghijklmnopqrstuvwxyz", "the"], positions=32)
+
+
+def damaged(name: str, change: Callable[[bytes], bytes]) -> Callable[[Path], None]:
+    def setup(root: Path) -> None:
+        tiny_model(root / "bb")
+        path = root / "bb" / name
+        path.write_bytes(change(path.read_bytes()))
+
+    return setup
+
+
+def read_only(name: str) -> Callable[[Path], None]:
+    def setup(root: Path) -> None:
+        files(**{"c.txt": "the cat sat\n", name: "complete earlier output\n"})(root)
+        (root / name).chmod(0o444)
+
+    return setup
+
+
+def with_params(setup: Callable[[Path], None]) -> Callable[[Path], None]:
+    return both(setup, lambda root: (root / "params.yaml").write_bytes((ROOT / "params.yaml").read_bytes()))
+
+
+CONLL_RUN_TOGETHER = ["-DOCSTART- -X- -X- O", "", "Zed NNP B-NP B-PER", "ran VBD B-VP O", ". . O O",
+                      "Kim NNP B-NP B-PER", "sat VBD B-VP O", ". . O O", "Bo NNP B-NP B-PER", "left VBD B-VP O",
+                      ". . O O", ""]
+
+
 # --------------------------------------------------------------------------------------------- commands
 
 
@@ -317,6 +370,13 @@ def params_ok(root: Path, done: subprocess.CompletedProcess) -> str:
 
     assert load_hparams(f"{root / 'params.yaml'}:hparams.cola")["lr"] == 3e-05
     return f"exit 0; `{done.stdout.strip()}`; finetune reads lr 3e-05 as a number"
+
+
+def dev_null_kept(root: Path, done: subprocess.CompletedProcess) -> str:
+    import stat
+
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    return "exit 0; the counts go through /dev/null, which stays the character device"
 
 
 # ----------------------------------------------------------------------------------------------- the cases
@@ -506,6 +566,63 @@ CASES = [
          ["backbone", "b", "--source", "local", "--path", "evil", "--out", OUT], "holds more than tensors"),
     Case("safe loading", "custom-code", "a backbone that needs its own code (trust_remote_code)", custom_code_model,
          ["backbone", "b", "--source", "local", "--path", "custom", "--out", OUT], "needs its own modelling code"),
+    # -- outputs that are not the command's
+    Case("outputs", "out-read-only", "`--out` naming a read-only file", read_only(OUT),
+         ["count-ngrams", "c.txt", "--out", OUT], "output out is read-only: spanft does not replace it"),
+    Case("outputs", "report-out-users", "`report --out` naming a folder of the user's",
+         with_params(files(**{"notes__index.md": "my notes\n", "notes__todo.txt": "x\n"})),
+         ["report", "--out", "notes"], "--out notes: holds files the report did not write"),
+    Case("outputs", "out-dev-null", "`--out /dev/null` (a character device, also as root)",
+         files(**{"c.txt": "the cat sat\n" * 20}), ["count-ngrams", "c.txt", "--min-count", "1", "--out", os.devnull],
+         "stays the character device", status=0, check=dev_null_kept),
+    # -- params: plausible values
+    Case("params: values", "lr-typo", "a learning rate of 2e5 (for 2e-5)",
+         params_with(lambda tree: tree["hparams"].__setitem__("cola", {**tree["hparams"]["cola"], "lr": 2e5})),
+         ["check-params"], "hparams.cola.lr: must satisfy 0 < lr <= 1"),
+    Case("params: values", "data-revision", "a data revision outside git's ref grammar",
+         params_with(set_key("data.revisions", {"cola": "main..dev"})), ["check-params"],
+         "data.revisions.cola: 'main..dev' is not a git revision"),
+    Case("params: values", "report-task", "a typo'd task in reports.mcnemar_tasks",
+         params_with(set_key("reports.mcnemar_tasks", ["cola", "sst"])), ["check-params"],
+         "reports.mcnemar_tasks: unknown task 'sst' (did you mean sst2?)"),
+    Case("params: values", "empty-seeds", "a study with backbones and no seeds",
+         params_with(set_key("studies.glue.seeds", [])), ["check-params"], "studies.glue.seeds is empty"),
+    Case("params: values", "backbone-dot", "a backbone name holding a dot (DVC would split it)",
+         params_with(lambda tree: tree["backbones"]["build"].__setitem__("tiny.v2", tree["backbones"]["build"]["tiny"])),
+         ["check-params"], "'tiny.v2' is not a name"),
+    Case("params: values", "max-seq-len", "max_seq_len above a built backbone's max_len",
+         params_with(lambda tree: tree["hparams"].__setitem__("cola", {**tree["hparams"]["cola"], "max_seq_len": 512})),
+         ["check-params"], "hparams.cola.max_seq_len 512 exceeds backbones.build.tiny.max_len 256"),
+    Case("params: values", "max-n-flag", "`--max-n` beyond the bounds of ngrams.max_n",
+         files(**{"c.txt": "the cat sat\n"}), ["count-ngrams", "c.txt", "--max-n", "7", "--out", OUT],
+         "--min-n/--max-n (ngrams.min_n/max_n) must satisfy 2 <= min_n <= max_n <= 5"),
+    # -- models against their settings
+    Case("models", "foreign-tokenizer", "a tokenizer with more ids than the embedding has rows", foreign_tokenizer,
+         ["backbone", "b", "--source", "local", "--path", "foreign", "--out", OUT],
+         "its tokenizer has 13 ids but its embedding has 7 rows"),
+    Case("models", "uncased-kept-cased", "an uncased vocabulary behind a tokenizer that keeps case", uncased_kept_cased,
+         ["backbone", "b", "--source", "local", "--path", "uncased", "--out", OUT], "its vocabulary is uncased"),
+    Case("models", "max-seq-len-positions", "--max-seq-len above the backbone's position embeddings", short_positions,
+         finetune("--variant", "baseline", "--max-seq-len", "64"), "max_seq_len 64 exceeds its 32 position embeddings"),
+    # -- readers name the file and the line
+    Case("readers", "conll-no-blank-lines", "CoNLL sentences without blank lines between them",
+         conll_files(CONLL_RUN_TOGETHER), prepare("conll2003", "conll"),
+         "conll/train.txt:3: a sentence of 9 tokens runs through 2 sentence ends"),
+    Case("readers", "conll-first-line-columns", "CoNLL whose first line has the wrong column count",
+         conll_files(["Zed NNP B-PER", "ran VBD B-VP O", "away RB B-ADVP O", ""]), prepare("conll2003", "conll"),
+         "conll/train.txt:1: expected 4 columns"),
+    Case("readers", "truncated-safetensors", "a truncated model.safetensors",
+         damaged("model.safetensors", lambda data: data[:len(data) // 2]),
+         ["backbone", "b", "--source", "local", "--path", "bb", "--out", OUT], "bb/model.safetensors: truncated"),
+    Case("readers", "broken-tokenizer-json", "a broken tokenizer.json",
+         damaged("tokenizer.json", lambda data: data[:len(data) // 2]),
+         ["backbone", "b", "--source", "local", "--path", "bb", "--out", OUT], "bb/tokenizer.json:"),
+    # -- one readable line
+    Case("lines", "invisible-key", "a key holding a zero-width space and an ESC sequence",
+         params_with(lambda tree: tree.__setitem__("dict\u200b_size\x1b[2J", 1)), ["check-params"],
+         "dict\\u200b_size\\x1b[2J"),
+    Case("lines", "huge-value", "a 2 MB value", params_with(set_key("corpus.hf_id", "a" * 2_000_000)),
+         ["check-params"], "characters left out"),
 ]
 
 
@@ -621,7 +738,7 @@ def test_each_mistake_gives_one_line_and_changes_nothing(case: Case, tmp_path: P
 def test_every_class_of_the_issue_has_rows():
     kinds = {case.kind for case in CASES}
     assert kinds == {"outputs", "params: ids and paths", "params: values", "inputs", "system errors", "lines",
-                     "paths", "safe loading"}
+                     "paths", "safe loading", "models", "readers"}
     assert len({case.id for case in CASES}) == len(CASES)
 
 

@@ -19,7 +19,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spanft.params.stage import first_difference, run_stage
+from spanft.params.stage import run_stage
 
 ROOT = Path(__file__).resolve().parents[1]
 TREE = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
@@ -35,6 +35,22 @@ def _paths(node, prefix=()):
 PATHS = sorted(_paths(TREE), key=str)
 _value = st.one_of(st.integers(-5, 10**6), st.floats(allow_nan=False, allow_infinity=False), st.booleans(),
                    st.text(alphabet="abcxyz_-", max_size=8), st.lists(st.integers(0, 9), max_size=3))
+
+
+_MISSING = object()
+
+
+def first_difference(old, new, prefix=""):
+    """The dotted key of the first place two trees differ (the test's own, independent of the code's)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in [*old, *(k for k in new if k not in old)]:
+            found = first_difference(old.get(key, _MISSING), new.get(key, _MISSING), f"{prefix}{key}.")
+            if found:
+                return found
+        return None
+    if old == new and type(old) is type(new):
+        return None
+    return prefix.rstrip("."), old, new
 
 
 def _set(tree: dict, path: tuple, value, delete: bool) -> dict:
