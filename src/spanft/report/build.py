@@ -204,7 +204,7 @@ def _pair(baseline: float, sf: float) -> dict[str, float | None]:
 _DESCRIPTIONS = {
     "table1": "GLUE dev, baseline and +SF per backbone (mean ± sd, best run)",
     "table2": "significance: McNemar of the best runs (the paper's) and per seed, Welch's t over per-seed scores",
-    "table3": "cost: fine-tuning seconds, device, extra parameters",
+    "table3": "cost: time per optimizer step (wall, CPU), fine-tuning seconds, device, extra parameters",
     "table4": "backbones study (paper: SpanBERT, RoBERTa), mean ± sd",
     "table5": "SNLI dev/test accuracy",
     "table6": "ablation: +CNN, random, chunker, n-gram segmentation",

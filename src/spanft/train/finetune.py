@@ -177,7 +177,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     phases.mark("build model")
     trainer.train(resume_from_checkpoint=resume)
     train_seconds = offset + time.perf_counter() - start
-    phases.mark("train (steps, per-epoch evaluation, checkpoints)")
+    phases.mark("train loop (with per-epoch evaluation and checkpoints)")
     best_epoch = _best_epoch(trainer)
     history = _history(trainer)
 
