@@ -372,11 +372,24 @@ def params_ok(root: Path, done: subprocess.CompletedProcess) -> str:
     return f"exit 0; `{done.stdout.strip()}`; finetune reads lr 3e-05 as a number"
 
 
-def dev_null_kept(root: Path, done: subprocess.CompletedProcess) -> str:
+def null_device(root: Path) -> None:
+    """``null``: a character device like /dev/null (made by mknod where allowed: a regression then replaces
+    this one, never the system's), else a link to /dev/null; and a corpus."""
     import stat
 
-    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
-    return "exit 0; the counts go through /dev/null, which stays the character device"
+    files(**{"c.txt": "the cat sat\n" * 20})(root)
+    try:
+        os.mknod(root / "null", stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except OSError:
+        (root / "null").symlink_to(os.devnull)
+
+
+def device_kept(root: Path, done: subprocess.CompletedProcess) -> str:
+    import stat
+
+    assert stat.S_ISCHR(os.stat(root / "null").st_mode) and stat.S_ISCHR(os.stat(os.devnull).st_mode)
+    assert sorted(p.name for p in root.iterdir() if p.name != "hf-home") == ["c.txt", "null"]
+    return "exit 0; the counts go through the device, which stays a character device (no file in its place)"
 
 
 # ----------------------------------------------------------------------------------------------- the cases
@@ -572,9 +585,9 @@ CASES = [
     Case("outputs", "report-out-users", "`report --out` naming a folder of the user's",
          with_params(files(**{"notes__index.md": "my notes\n", "notes__todo.txt": "x\n"})),
          ["report", "--out", "notes"], "--out notes: holds files the report did not write"),
-    Case("outputs", "out-dev-null", "`--out /dev/null` (a character device, also as root)",
-         files(**{"c.txt": "the cat sat\n" * 20}), ["count-ngrams", "c.txt", "--min-count", "1", "--out", os.devnull],
-         "stays the character device", status=0, check=dev_null_kept),
+    Case("outputs", "out-dev-null", "`--out` a character device (what /dev/null is), also as root", null_device,
+         ["count-ngrams", "c.txt", "--min-count", "1", "--out", "null"], "stays a character device", status=0,
+         check=device_kept, note="(`null`: made by `mknod null c 1 3`)"),
     # -- params: plausible values
     Case("params: values", "lr-typo", "a learning rate of 2e5 (for 2e-5)",
          params_with(lambda tree: tree["hparams"].__setitem__("cola", {**tree["hparams"]["cola"], "lr": 2e5})),

@@ -82,9 +82,14 @@ def test_a_directory_output_carries_the_marker_and_replaces_only_its_own(tmp_pat
     target = tmp_path / "tasks" / "cola"
     write_dir(target)
     assert names(target) == [OUTPUT_MARKER, "train.parquet"]
-    assert json.loads((target / OUTPUT_MARKER).read_text()) == {"made_by": "prepare-task"}
-    (target / "stale.parquet").write_text("from the earlier run")
+    assert json.loads((target / OUTPUT_MARKER).read_text()) == {"made_by": "prepare-task", "files": ["train.parquet"]}
     write_dir(target)  # the same command's earlier output: replaced as a whole
+    assert names(target) == [OUTPUT_MARKER, "train.parquet"]
+    (target / "stale.parquet").write_text("not in the marker's list")
+    with pytest.raises(SpanftError, match="holds stale.parquet, which `spanft prepare-task` did not write"):
+        write_dir(target)  # a file the command did not write is never deleted (issue 32)
+    (target / OUTPUT_MARKER).write_text(json.dumps({"made_by": "prepare-task"}))  # an older marker: no list
+    write_dir(target)  # replaced as a whole, as before
     assert names(target) == [OUTPUT_MARKER, "train.parquet"]
     assert names(tmp_path / "tasks") == ["cola"]  # no temporary or swapped-out copy left
 

@@ -27,20 +27,35 @@ SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(H
 _content = st.binary(max_size=5000)
 
 
+def null_device(folder: Path) -> Path:
+    """A character device like /dev/null: a private one where this user may make one (root), so that a
+    regression replaces that one and never the system's; else /dev/null itself (which a user cannot replace)."""
+    path = folder / "null"
+    try:
+        os.mknod(path, stat.S_IFCHR | 0o666, os.makedev(1, 3))
+    except (OSError, AttributeError):
+        return Path(os.devnull)
+    return path
+
+
 @SETTINGS
 @given(content=_content, link=st.booleans())
-def test_dev_null_is_written_through_never_replaced(tmp_path_factory, content, link):
-    target = Path(os.devnull)
+def test_a_character_device_is_written_through_never_replaced(tmp_path_factory, content, link):
+    folder = tmp_path_factory.mktemp("l")
+    device = null_device(folder)
+    target = device
     if link:
-        target = tmp_path_factory.mktemp("l") / "sink"
-        target.symlink_to(os.devnull)
-    before = os.stat(os.devnull)
+        target = folder / "sink"
+        target.symlink_to(device)
+    before = os.stat(device)
     with atomic_open(target, "wb") as handle:
         handle.write(content)
-    after = os.stat(os.devnull)
+    after = os.stat(device)
     assert stat.S_ISCHR(after.st_mode) and (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
     assert not link or target.is_symlink()
-    assert not list(Path("/dev").glob(".null.*.tmp"))
+    assert sorted(p.name for p in folder.iterdir()) == sorted(
+        [*(["null"] if device.parent == folder else []), *(["sink"] if link else [])])
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
 
 
 def _read_in_background(path: Path, into: list) -> threading.Thread:
@@ -164,3 +179,80 @@ def test_a_refused_fanout_leaves_nothing_behind(tmp_path_factory, monkeypatch, d
     with pytest.raises(SpanftError, match="uncommitted"):
         fanout_module.fanout(root, settings_, None, False, True)
     assert sorted(str(p) for p in root.rglob("*")) == before
+
+
+# -- a user's file inside a directory output: DVC leaves it (persist), spanft refuses to replace the directory
+
+_rel = st.lists(st.text(alphabet="abcdefghij_-", min_size=1, max_size=6), min_size=1, max_size=3).map("/".join)
+
+
+@SETTINGS
+@given(written=st.lists(_rel, min_size=1, max_size=4, unique=True), user=_rel)
+def test_a_users_file_in_a_directory_output_is_refused_and_kept(tmp_path_factory, written, user):
+    from spanft.fileio import atomic_path
+
+    target = tmp_path_factory.mktemp("d") / "out"
+
+    def write_output() -> None:
+        with atomic_path(target, made_by="prepare-task") as tmp:
+            for name in written:
+                if any(name.startswith(other + "/") for other in written if other != name):
+                    continue  # a name that is also a folder of another: not a file
+                (tmp / name).parent.mkdir(parents=True, exist_ok=True)
+                (tmp / name).write_text(name, encoding="utf-8")
+
+    write_output()
+    write_output()  # its own output: replaced
+    mine = target / user
+    if mine.exists() or any(parent.is_file() for parent in mine.parents):
+        return
+    mine.parent.mkdir(parents=True, exist_ok=True)
+    mine.write_text("the user's\n", encoding="utf-8")
+    with pytest.raises(SpanftError, match="which `spanft prepare-task` did not write"):
+        write_output()
+    assert mine.read_text(encoding="utf-8") == "the user's\n"
+
+
+def test_the_pipelines_directory_outputs_persist_so_dvc_deletes_no_users_file():
+    import yaml
+
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    for name in ("prepare_task", "build_backbone", "fetch_backbone", "copy_backbone"):
+        assert stages[name]["do"]["outs"][0] == {next(iter(stages[name]["do"]["outs"][0])): {"persist": True}}, name
+    for name in ("segment_ngram", "segment_sweep"):
+        (out,) = stages[name]["outs"]
+        assert list(out.values()) == [{"persist": True}], name
+    report = {next(iter(o)): o[next(iter(o))] for o in stages["report"]["outs"] if isinstance(o, dict)}
+    assert report["reports/tables"]["persist"] and report["reports/figures"]["persist"]
+
+
+@pytest.mark.skipif(__import__("shutil").which("dvc") is None, reason="needs dvc")
+def test_dvc_repro_keeps_a_users_file_in_prepared_task_data(tmp_path):
+    import shutil
+
+    import yaml
+
+    project = tmp_path / "p"
+    project.mkdir()
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
+    prepare = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]["prepare_task"]["do"]
+    out = prepare["outs"][0]
+    stage = {"cmd": f"{sys.executable} -m spanft.cli -q prepare-task cola --source synthetic --train-size 8 "
+                    f"--eval-size 4 --test-size 4 --seed ${{seed}} --out data/tasks/cola",
+             "params": ["seed"], "outs": [{"data/tasks/cola": out["data/tasks/${key}"]}]}
+    (project / "params.yaml").write_text("seed: 1\n", encoding="utf-8")
+    (project / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"prepare": stage}}), encoding="utf-8")
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)
+    subprocess.run(["dvc", "init", "-q"], cwd=project, check=True, env=env)
+    first = subprocess.run(["dvc", "repro"], cwd=project, capture_output=True, text=True, env=env)
+    if "--seed" in first.stderr and "unrecognized" in first.stderr:
+        pytest.skip("prepare-task takes no --seed here")
+    assert first.returncode == 0, first.stderr
+    notes = project / "data" / "tasks" / "cola" / "notes.txt"
+    notes.write_text("mine\n", encoding="utf-8")
+    (project / "params.yaml").write_text("seed: 2\n", encoding="utf-8")
+    done = subprocess.run(["dvc", "repro"], cwd=project, capture_output=True, text=True, env=env)
+    assert done.returncode != 0 and "notes.txt, which `spanft prepare-task` did not write" in done.stdout + done.stderr
+    assert notes.read_text(encoding="utf-8") == "mine\n"
+    shutil.move(notes, project / "notes.txt")  # moved out, the stage runs
+    assert subprocess.run(["dvc", "repro"], cwd=project, capture_output=True, env=env).returncode == 0

@@ -125,6 +125,33 @@ def _check_directory_target(target: Path, made_by: str) -> None:
     if owner is not None and owner != made_by:
         raise SpanftError(f"output {target} holds the output of `spanft {owner}`, not of `spanft {made_by}`: "
                           f"choose another path")
+    if owner is not None:
+        written = _written_files(target)
+        extra = sorted(set(_files_under(target)) - written - {OUTPUT_MARKER}) if written is not None else []
+        if extra:
+            shown = ", ".join(extra[:3]) + (f" and {len(extra) - 3} more" if len(extra) > 3 else "")
+            raise SpanftError(f"output {target} holds {shown}, which `spanft {made_by}` did not write: spanft "
+                              f"replaces only what it made; move {'it' if len(extra) == 1 else 'them'} out first")
+
+
+def _files_under(directory: Path) -> list[str]:
+    """Every file (or link, or other non-directory) below ``directory``, as relative POSIX paths."""
+    found = []
+    for folder, subfolders, names in os.walk(directory):
+        subfolders.sort()
+        base = Path(folder).relative_to(directory)
+        found += [(base / name).as_posix() for name in sorted(names)]
+        found += [(base / name).as_posix() for name in subfolders if os.path.islink(os.path.join(folder, name))]
+    return found
+
+
+def _written_files(directory: Path) -> set[str] | None:
+    """The files a directory output's marker lists as written (None for a marker without the list)."""
+    try:
+        files = json.loads((directory / OUTPUT_MARKER).read_text(encoding="utf-8")).get("files")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return set(files) if isinstance(files, list) and all(isinstance(f, str) for f in files) else None
 
 
 def output_owner(directory: str | os.PathLike) -> str | None:
@@ -231,7 +258,8 @@ def _finish(tmp: Path, target: Path, made_by: str | None) -> None:
     if made_by is not None:
         if not tmp.is_dir():
             raise RuntimeError(f"atomic_path(made_by={made_by!r}) expects a directory for {target}")
-        (tmp / OUTPUT_MARKER).write_text(json.dumps({"made_by": made_by}) + "\n", encoding="utf-8")
+        files = [name for name in _files_under(tmp) if name != OUTPUT_MARKER]  # a later write replaces only these
+        (tmp / OUTPUT_MARKER).write_text(json.dumps({"made_by": made_by, "files": files}) + "\n", encoding="utf-8")
 
 
 def _move_into_place(tmp: Path, target: Path) -> None:
