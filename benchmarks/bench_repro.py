@@ -6,8 +6,9 @@ CPU-bound process, and a no-op `dvc repro` after it.
 Each case is a fresh `git clone` of HEAD with an empty DVC cache (what a new user has), run one after the other.
 "quiet" runs alone; "loaded" starts `python -c "while True: pass"` beside it and stops it at the end. After the
 first case, `dvc repro` is timed three times with nothing to do (the median is the no-op figure). Prints the
-wall times, the loaded / quiet ratio and whether the two cases' reports are equal apart from Table 3 (measured
-times). The clones are kept (their reports and dvc.lock are a full run's).
+wall times, the loaded / quiet ratio, whether the two cases' reports are equal apart from Table 3 (measured
+times), and Table 3's SF / baseline time per optimizer step in both, task by task. The clones are kept (their
+reports and dvc.lock are a full run's).
 """
 
 from __future__ import annotations
@@ -58,7 +59,21 @@ def main() -> int:
         ratio = walls["loaded"] / walls["quiet"]
         same = reports_without_table3(projects["quiet"]) == reports_without_table3(projects["loaded"])
         print(f"loaded / quiet: {ratio:.2f}x; reports equal apart from Table 3: {same}")
+        compare_step_ratios(projects["quiet"], projects["loaded"])
     return 0
+
+
+def compare_step_ratios(quiet: Path, loaded: Path) -> None:
+    """Table 3's SF / baseline time per optimizer step in both runs, task by task, and how far apart they are."""
+    import pandas as pd
+
+    columns = ["backbone", "task", "step_ratio", "contended"]
+    a = pd.read_csv(quiet / "reports/tables/table3.csv")[columns]
+    b = pd.read_csv(loaded / "reports/tables/table3.csv")[columns]
+    both = a.merge(b, on=["backbone", "task"], suffixes=("_quiet", "_loaded"))
+    both["relative_difference"] = (both["step_ratio_loaded"] / both["step_ratio_quiet"] - 1).abs()
+    print(both.to_string(index=False))
+    print(f"largest relative difference of SF / baseline per step: {both['relative_difference'].max():.1%}")
 
 
 if __name__ == "__main__":
