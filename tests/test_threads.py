@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import psutil
 import pytest
@@ -114,3 +115,45 @@ def test_dvc_queue_workers_are_counted_from_a_queued_experiment():
 def test_processes_sharing_counts_queue_workers(monkeypatch):
     monkeypatch.setattr(threads, "queue_workers", lambda: 5)
     assert processes_sharing({"PYTEST_XDIST_WORKER_COUNT": "2"}) == 5
+
+
+def test_a_real_dvc_queue_of_two_workers_gives_each_stage_half_the_cores(tmp_path):
+    """`dvc queue start -j 2`: each queued experiment's stage counts the 2 workers and takes cores / 2."""
+    import os
+    import shutil
+
+    if shutil.which("dvc") is None:
+        pytest.skip("dvc is not on the PATH")
+    probe = ("from spanft.threads import thread_count, queue_workers, usable_cores; "
+             "open('out.txt', 'w').write(f'{thread_count()} {queue_workers()} {usable_cores({})}')")
+    (tmp_path / "dvc.yaml").write_text(
+        "stages:\n  probe:\n    cmd: python probe.py\n    params: [x]\n    outs: [out.txt]\n", encoding="utf-8")
+    (tmp_path / "probe.py").write_text(probe + "\n", encoding="utf-8")
+    (tmp_path / "params.yaml").write_text("x: 0\n", encoding="utf-8")
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "PYTHONPATH": str(Path(threads.__file__).parents[1])}
+    env.pop("PYTEST_XDIST_WORKER_COUNT", None)  # the stages are the queue's, not this test worker's
+
+    def run(*command: str) -> str:
+        return subprocess.run(command, cwd=tmp_path, env=env, check=True, capture_output=True, text=True,
+                              stdin=subprocess.DEVNULL, timeout=120).stdout
+
+    for command in (["git", "init", "-q"], ["dvc", "init", "-q"], ["git", "add", "-A"],
+                    ["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "init"]):
+        run(*command)
+    for value in (1, 2):
+        run("dvc", "exp", "run", "--queue", "-S", f"x={value}", "-q")
+    try:
+        run("dvc", "queue", "start", "-j", "2")
+        deadline = time.monotonic() + 120
+        while "Queued" in (status := run("dvc", "queue", "status")) or "Running" in status:
+            assert time.monotonic() < deadline, status
+            time.sleep(0.5)
+    finally:
+        run("dvc", "queue", "stop", "--kill")
+    assert status.count("Success") == 2, status
+    outputs = [Path(path).read_text() for path in (tmp_path / ".dvc/cache").rglob("*") if Path(path).is_file()
+               and Path(path).stat().st_size < 64]
+    values = {tuple(map(int, text.split())) for text in outputs if len(text.split()) == 3}
+    assert values, outputs
+    for count, workers, cores in values:
+        assert workers == 2 and count == max(1, cores // 2)
