@@ -133,3 +133,44 @@ def test_dvc_records_nothing_when_params_change_mid_stage(tmp_path):
     assert not lock.exists() or "s:" not in lock.read_text(encoding="utf-8")
     status = subprocess.run(["dvc", "status"], cwd=project, capture_output=True, text=True, env=env)
     assert "up to date" not in status.stdout, status.stdout
+
+
+# The keys each stage declares in dvc.yaml (what DVC writes into dvc.lock for it), written out by hand here.
+DECLARED = {"count_ngrams": ["ngrams", "words"], "glue_baseline@tiny-cola-1": ["hparams.cola", "threads"],
+            "prepare_task@cola": ["data", "corpus.seed", "tasks.cola"],
+            "report": ["profile", "dict_sizes", "chunker", "studies", "reports", "backbones"]}
+
+
+def _get(tree, dotted):
+    node = tree
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck))
+@given(stage=st.sampled_from(sorted(DECLARED)), path=st.sampled_from(PATHS), value=_value, delete=st.booleans())
+def test_only_the_keys_a_stage_declares_fail_it(tmp_path_factory, monkeypatch, capsys, stage, path, value, delete):
+    import copy
+
+    workdir = tmp_path_factory.mktemp("stage")
+    params = workdir / "params.yaml"
+    params.write_text(yaml.safe_dump(TREE, sort_keys=False), encoding="utf-8")
+    shutil.copy(ROOT / "dvc.yaml", workdir / "dvc.yaml")
+    monkeypatch.chdir(workdir)
+    monkeypatch.setenv("DVC_STAGE", stage)
+    changed = _set(copy.deepcopy(TREE), path, value, delete)
+    hit = [key for key in DECLARED[stage] if first_difference(_get(TREE, key), _get(changed, key), f"{key}.")]
+
+    def body(plan) -> None:
+        params.write_text(yaml.safe_dump(changed, sort_keys=False), encoding="utf-8")
+
+    status = run_stage(body)
+    err = capsys.readouterr().err
+    if not hit:  # another stage's key: what DVC records for this one is still what it read
+        assert status == 0, err
+        return
+    assert status == 2 and "changed while this stage ran" in err and "re-run" in err, err
+    assert f"params.yaml: {hit[0]}" in err, err

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from itertools import product
 from typing import Any, Callable
 
+import yaml
+
 from spanft.errors import SpanftError, run_command
 from spanft.params.load import load_params
 from spanft.params.plan import PARAMS_FILE, VARIANTS, Plan, Variant, load_plan
@@ -144,8 +146,9 @@ def run_stage(body: Callable[[Plan], None], quiet: bool = False) -> int:
                         stream=sys.stderr)
     def call() -> None:
         before = _params_now()
-        body(load_plan())  # a stage's result is its output files; the exit code is 0 unless it raised
-        check_params_unchanged(before, _params_now())
+        plan = load_plan()
+        body(plan)  # a stage's result is its output files; the exit code is 0 unless it raised
+        check_params_unchanged(before, _params_now(), keys=declared_params(os.environ.get(STAGE_ENV), plan))
 
     return run_command(call)
 
@@ -174,10 +177,55 @@ def first_difference(old: Any, new: Any, prefix: str = "") -> tuple[str, Any, An
     return prefix.rstrip(".") or "(the whole file)", old, new
 
 
-def check_params_unchanged(before: Any, after: Any, path: str = PARAMS_FILE) -> None:
+DVC_YAML = "dvc.yaml"
+
+
+def declared_params(stage: str | None, plan: Plan, dvc_yaml: str = DVC_YAML) -> list[str] | None:
+    """The params keys the running stage's ``params:`` declares (what DVC writes into dvc.lock for it), its
+    templates filled in for the member; None where that cannot be told (run by hand, the whole file, a
+    template it cannot fill): then the whole file counts."""
+    if not stage:
+        return None
+    try:
+        with open(dvc_yaml, encoding="utf-8") as handle:
+            stages = yaml.safe_load(handle)["stages"]
+        group, _, key = stage.partition(_JOIN)
+        spec = stages[group]
+        spec = spec.get("do", spec)
+        declared = spec.get("params") or []
+        member = members(plan, group).get(key, {}) if key and group in GROUPS else {}
+    except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError, SpanftError):
+        return None
+    keys = []
+    for entry in declared:
+        if not isinstance(entry, str):
+            return None  # {file: [keys]} or {params.yaml: }: the whole file, or another file
+        for name, value in (("key", key), ("item", key), *((f"item.{k}", v) for k, v in member.items())):
+            entry = entry.replace(f"${{{name}}}", _to_str(value))
+        if "${" in entry:
+            return None
+        keys.append(entry)
+    return keys
+
+
+def _at(tree: Any, dotted: str) -> Any:
+    node = tree
+    for part in dotted.split("."):
+        if not isinstance(node, dict) or part not in node:
+            return _MISSING
+        node = node[part]
+    return node
+
+
+def check_params_unchanged(before: Any, after: Any, path: str = PARAMS_FILE, keys: list[str] | None = None) -> None:
     """A stage whose params changed on disk while it ran fails, so that DVC records nothing: it would write the
-    new values into dvc.lock beside outputs made from the old ones, and `dvc status` would then say clean."""
-    found = first_difference(before, after)
+    new values into dvc.lock beside outputs made from the old ones, and `dvc status` would then say clean.
+
+    ``keys``: the params the stage declares (None: the whole file)."""
+    if keys is None or before is None or after is None:
+        found = first_difference(before, after)
+    else:
+        found = next((f for f in (first_difference(_at(before, k), _at(after, k), f"{k}.") for k in keys) if f), None)
     if found is None:
         return
     key, old, new = found
