@@ -41,6 +41,9 @@ def params_tree(**blocks) -> dict:
     if studies is not None:
         for name, spec in tree["studies"].items():
             spec.update(copy.deepcopy(studies[name]) if name in studies else {"backbones": []})
+    defined = {name for group in tree["backbones"].values() for name in (group or {})}
+    names = tree["reports"]["paper_names"]  # labels of the profile's backbones that these blocks replaced go too
+    tree["reports"]["paper_names"] = {name: label for name, label in names.items() if name in defined}
     return tree
 
 

@@ -60,6 +60,7 @@ def rte_tree(hub: dict, glue_backbones: list[str], hparams: dict) -> dict:
     """profiles/paper.yaml running only the glue study's rte, on these hub backbones and rte hyper-parameters."""
     tree = load_params(ROOT / "profiles" / "paper.yaml")
     tree["backbones"] = {"build": {}, "hub": hub, "local": {}}
+    tree["reports"]["paper_names"] = {}  # the profile's labels name its own backbones, replaced here
     tree["hparams"]["rte"] = hparams
     for spec in tree["studies"].values():
         spec["backbones"] = []
