@@ -237,7 +237,9 @@ def test_a_process_that_got_a_dead_jobs_id_back_is_not_that_job():
     try:
         started = process_start(str(process.pid))
         assert started and local_job_alive(str(process.pid), started)
-        assert not local_job_alive(str(process.pid), f"{float(started) - 100:.3f}")  # same id, earlier process
+        earlier = started.rpartition(":")[0] + ":" + str(int(started.rpartition(":")[2]) - 100)
+        assert not local_job_alive(str(process.pid), earlier)  # the same id, an earlier process
+        assert started.startswith("ticks:")  # ticks after boot: no wall-clock step moves them
         assert not local_job_alive(str(process.pid), "")  # gone before the manifest was written
     finally:
         process.kill()

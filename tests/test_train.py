@@ -201,14 +201,16 @@ def test_checkpoints_of_other_settings_are_not_resumed(workspace):
     assert run_finetune(changed)["resumed_from"] is None
 
 
-def test_a_checkpoint_of_another_thread_count_is_not_resumed(workspace):
+def test_a_checkpoint_of_another_thread_count_is_not_resumed(workspace, caplog):
     """CPU kernels sum in per-thread chunks: a run continued on another thread count would not equal an
     uninterrupted one, so it starts over (whatever OMP_NUM_THREADS the shell exports), and says the count."""
     options = _options(workspace, "runs/threads", checkpoint_dir=str(workspace / "ckpt/threads"), threads=2)
     with pytest.raises(KeyboardInterrupt):
         run_finetune(replace(options, extra_callbacks=[_StopAfterFirstCheckpoint()]))
-    again = run_finetune(replace(options, threads=1))
+    with caplog.at_level("WARNING", logger="spanft"):
+        again = run_finetune(replace(options, threads=1))
     assert again["resumed_from"] is None and again["threads"] == 1
+    assert "the run starts over: made with threads 2 (this run: 1)" in caplog.text
     assert json.loads((workspace / "runs/threads/metrics.json").read_text())["threads"] == 1
 
 

@@ -15,7 +15,7 @@ def add_fanout(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--executor", choices=["auto", "slurm", "local"], default=None,
                    help="slurm, local processes, or auto: slurm where sbatch is found (default: cluster.executor)")
     p.add_argument("--jobs", type=int, default=None,
-                   help="jobs at once (default cluster.max_parallel); local: each gets cores / jobs torch threads")
+                   help="jobs at once (default cluster.max_parallel); local: they share the cores (torch threads: params threads, 0 = cores / jobs)")
     p.add_argument("--partition", default=None, help="slurm partition (default cluster.partition)")
     p.add_argument("--account", default=None, help="slurm account (default cluster.account)")
     p.add_argument("--gpus", dest="gpus_per_job", type=int, default=None, help="GPUs per job (cluster.gpus_per_job)")

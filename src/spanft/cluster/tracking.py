@@ -77,10 +77,15 @@ def still_active(folder: Path) -> dict[str, str]:
 
 
 def process_start(job_id: str) -> str:
-    """A process's start time as the manifest records it ('' when it is gone already)."""
+    """A process's start as the manifest records it ('' when it is gone already): its start in clock ticks after
+    boot (``/proc/<pid>/stat``, field 22), which no change of the wall clock moves; elsewhere psutil's start time."""
     try:
-        return f"{psutil.Process(int(job_id)).create_time():.3f}"
-    except (ValueError, psutil.Error):
+        pid = int(job_id)
+        stat = Path(f"/proc/{pid}/stat")
+        if stat.parent.parent.is_dir() and Path("/proc/self/stat").is_file():
+            return "ticks:" + stat.read_text(encoding="ascii").rpartition(")")[2].split()[19]
+        return f"{psutil.Process(pid).create_time():.3f}"
+    except (ValueError, OSError, IndexError, psutil.Error):
         return ""
 
 
@@ -95,7 +100,7 @@ def local_job_alive(job_id: str, started: str | None) -> bool:
         process = psutil.Process(int(job_id))
         if started is None:
             return process.is_running() and "submitit" in " ".join(process.cmdline())
-        return bool(started) and process.is_running() and f"{process.create_time():.3f}" == started
+        return bool(started) and process.is_running() and process_start(job_id) == started
     except (ValueError, psutil.Error):
         return False
 

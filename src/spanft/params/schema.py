@@ -150,6 +150,11 @@ def _type_name(kind: type) -> str:
     return {int: "an integer", float: "a number", str: "a string", bool: "true or false", list: "a list"}[kind]
 
 
+# keys a params file of an earlier version lacks, with what to write
+_ADDED_KEYS = {"threads": " (added in this version: torch threads per training process; write `threads: 1` as the "
+                          "embedded profile does, or `threads: 0` for the cores divided by the processes sharing them)"}
+
+
 def _check_missing(node: dict, schema: dict, dotted: str, path) -> None:
     """Every key of a fixed-key section must be present (wildcard sections hold user-named entries)."""
     if "*" in schema:
@@ -157,7 +162,7 @@ def _check_missing(node: dict, schema: dict, dotted: str, path) -> None:
     for key, child in schema.items():
         where = _join(dotted, key)
         if key not in node:
-            raise SpanftError(f"{path}: missing key {where}")
+            raise SpanftError(f"{path}: missing key {where}{_ADDED_KEYS.get(where, '')}")
         if isinstance(child, dict):
             _check_missing(node[key], child, where, path)
 

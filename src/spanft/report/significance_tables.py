@@ -217,16 +217,16 @@ def table3(context: ReportContext) -> Table:
 def _cost_text(records: list[dict], paper_extra: float) -> str:
     """The cost line: extra parameters, the step-time ratio over the uncontended tasks, and the wall-time ratio."""
     extra = summarize(r["extra_parameters_percent"] for r in records).mean
-    steady = [r["step_ratio"] for r in records if not r["contended"] and not math.isnan(r["step_ratio"])]
+    steady = [r["step_ratio"] for r in records if not math.isnan(r["step_ratio"])]
     contended = [r["task"] for r in records if r["contended"]]
+    untimed = [r["task"] for r in records if not r["contended"] and math.isnan(r["step_ratio"])]
+    left_out = "; ".join(part for part in (f"contended: {', '.join(contended)}" if contended else "",
+                                           f"not every run timed: {', '.join(untimed)}" if untimed else "") if part)
     if steady:
         cost = (f"takes {fixed(summarize(steady).mean, 2)}x the baseline's time per optimizer step (mean over "
-                f"{len(steady)} of {len(records)} tasks")
-        cost += f"; contended, left out: {', '.join(contended)})" if contended else ")"
-    elif contended:
-        cost = f"has no step-time figure: every task's runs were contended ({', '.join(contended)})"
+                f"{len(steady)} of {len(records)} tasks{'; left out, ' + left_out if left_out else ''})")
     else:
-        cost = "has no step-time figure: the runs recorded no step times"
+        cost = f"has no step-time figure (every task left out, {left_out})"
     wall = summarize(r["ratio"] for r in records).mean
     return (f"SF adds {fixed(extra, 2)}% parameters (the paper's text: {fixed(paper_extra, 0)}% of a BERT) and "
             f"{cost}; its whole fine-tuning time, start-up and evaluation included, was {fixed(wall, 2)}x "
@@ -250,19 +250,23 @@ def _cost_row(context: ReportContext, backbone: str, task: str, seeds: list[int]
     span_s = summarize(_float(run, "train_seconds") for run in span).mean
     base_step, base_cpu = (summarize(_step(run, key) for run in base).mean for key in ("step_seconds", "step_cpu_seconds"))
     span_step, span_cpu = (summarize(_step(run, key) for run in span).mean for key in ("step_seconds", "step_cpu_seconds"))
-    contended = any((run.get("step_time") or {}).get("contended") for run in base + span)
-    step_ratio = _ratio(span_step, base_step)
+    contended = any(_contended(run) for run in base + span)
+    # a ratio of like with like: every run of both arms timed (a run resumed after its last step, or of an older
+    # version, has no step time), none of them contended
+    every_timed = bool(base) and bool(span) and all(not math.isnan(_step(run, "step_seconds")) for run in base + span)
+    step_ratio = _ratio(span_step, base_step) if every_timed and not contended else math.nan
     devices = "; ".join(sorted({str(run.get("device", "?")) for run in base + span}))
     extra = summarize(_float(run, "extra_parameters_percent") for run in span).mean
     row = {"Backbone": context.backbone_label(backbone), "Task": task,
            "baseline ms/step (CPU)": _ms(base_step, base_cpu), "+SF ms/step (CPU)": _ms(span_step, span_cpu),
-           "SF / baseline per step": "contended" if contended else fixed(step_ratio, 2),
+           "SF / baseline per step": ("contended" if contended else fixed(step_ratio, 2) if every_timed
+                                      else "not every run timed"),
            "baseline s": fixed(base_s, 1), "+SF s": fixed(span_s, 1), "device": devices,
            "extra params %": fixed(extra, 2), "extra params % (paper, text)": fixed(paper_extra, 2)}
     record = {"backbone": backbone, "paper_backbone": context.plan.paper_name(backbone), "task": task,
               "baseline_step_seconds": base_step, "sf_step_seconds": span_step,
               "baseline_step_cpu_seconds": base_cpu, "sf_step_cpu_seconds": span_cpu,
-              "step_ratio": math.nan if contended else step_ratio, "contended": contended,
+              "step_ratio": step_ratio, "contended": contended,
               "baseline_seconds": base_s, "sf_seconds": span_s, "ratio": _ratio(span_s, base_s), "device": devices,
               "extra_parameters_percent": extra, "paper_extra_parameters_percent": csv_number(paper_extra, 1.0)}
     return row, record
@@ -273,17 +277,37 @@ def _ratio(numerator: float, denominator: float) -> float:
 
 
 def _ms(wall: float, cpu: float) -> str:
-    return "not recorded" if math.isnan(wall) else f"{1000 * wall:.1f} ({1000 * cpu:.1f})"
+    if math.isnan(wall):
+        return "not recorded"
+    return f"{1000 * wall:.1f} ({'—' if math.isnan(cpu) else f'{1000 * cpu:.1f}'})"
+
+
+def _step_time(run: Run) -> dict:
+    """A run's ``step_time`` block (runs of older versions have none: empty)."""
+    block = run.get("step_time")
+    if block is None:
+        return {}
+    if not isinstance(block, dict):
+        raise SpanftError(f"{run.path / 'metrics.json'}: step_time must be a mapping, found {block!r}")
+    return block
 
 
 def _step(run: Run, key: str) -> float:
-    """A run's median step time (``step_time`` in metrics.json; runs of older versions have none: NaN)."""
-    value = (run.get("step_time") or {}).get(key)
+    """A run's median step time, wall or CPU (NaN when not recorded)."""
+    value = _step_time(run).get(key)
     if value is None:
         return math.nan
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise SpanftError(f"{run.path / 'metrics.json'}: step_time.{key} must be a number, found {value!r}")
     return float(value)
+
+
+def _contended(run: Run) -> bool:
+    value = _step_time(run).get("contended")
+    if value is not None and not isinstance(value, bool):
+        raise SpanftError(f"{run.path / 'metrics.json'}: step_time.contended must be true, false or null, "
+                          f"found {value!r}")
+    return bool(value)
 
 
 def _float(run: Run, key: str) -> float:

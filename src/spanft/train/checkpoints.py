@@ -141,13 +141,25 @@ def prepare_checkpoint_dir(options: FinetuneOptions, task: TaskSpec, *, main: bo
                 log.info("resuming from %s", last)
                 return last
         else:
-            changed = ", ".join(key for key in _MATCHED if (found or {}).get(key) != marker[key])
-            log.warning("%s holds checkpoints made with another %s: removed, the run starts over", directory, changed)
+            log.warning("%s: checkpoints removed, the run starts over: %s", directory, _differences(found, marker))
         _remove_our_files(directory)
     directory.mkdir(parents=True, exist_ok=True)
     with atomic_open(directory / RUN_MARKER) as handle:
         handle.write(json.dumps({**marker, CREATED: created}, sort_keys=True))
     return None
+
+
+def _differences(found: dict | None, marker: dict) -> str:
+    """What differs between a checkpoint's marker and this run's: a count with both values, else its name."""
+    if not found:
+        return "their marker is missing or unreadable"
+    parts = []
+    for key in _MATCHED:
+        if found.get(key) == marker[key]:
+            continue
+        counted = key in ("processes", "threads")
+        parts.append(f"{key} {found.get(key, 'not recorded')} (this run: {marker[key]})" if counted else f"other {key}")
+    return "made with " + ", ".join(parts)
 
 
 def _read_marker(path: Path) -> dict | None:

@@ -132,9 +132,11 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     options.validate()
     task = get_task(options.task)
     out = check_run_outputs(options)
-    threads = use_threads(options.threads)  # before any torch work: the count decides the float sums
     # Built first: under torchrun / accelerate launch this joins the process group.
     args = training_arguments(options, task, str(options.checkpoint_path()))
+    # After it (accelerate sets its own count when it starts a CPU process group), before any torch work: the
+    # count decides the float sums
+    threads = use_threads(options.threads)
     main, processes = args.process_index == 0, args.world_size
     if not main:
         log.setLevel(logging.ERROR)  # the replicas would repeat the main process's messages
@@ -195,7 +197,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
             results[split] = {key: nan_to_none(value) for key, value in metrics.items()}
             losses[split] = output.metrics.get(f"{split}_loss")
     summary = _summary(options, task, model, results, losses, best_epoch, history, train_seconds, truncation,
-                       frames, resume, processes, threads, timer.summary(threads))
+                       frames, resume, processes, threads, timer.summary())
     summary["inputs"] = run_provenance(options.backbone, options.data, backbone)
     phases.mark("predict")
     if main:

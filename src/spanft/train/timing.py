@@ -6,8 +6,13 @@ one optimizer step does not. :class:`StepTimer` takes each step's wall time and 
 thread of it) from the Trainer's step callbacks, leaves out the warm-up steps (allocator and kernel caches
 fill then), and reports medians. Evaluation runs between steps, so it is outside every timed step.
 
-A step whose wall time is well above its CPU time divided by the threads had to wait for a core: the
-machine was contended (:func:`contended`), and such a run's time says more of the machine than the method.
+A step that waited for a core was contended: the machine was busy, and such a run's time says more of the
+machine than of the method. The kernel counts each thread's time spent runnable but waiting on a run queue
+(``/proc/self/task/<tid>/schedstat``, second field); a step is contended when its main thread (which runs the
+step's Python and hands work to the others) waited for more than a quarter of the step (:func:`contended`).
+Parallel inefficiency (a thread idle for want of work), a GPU step (one host thread waiting on the device) or
+a sleeping OpenMP thread is not waiting on a run queue, and is not counted. Where the kernel does not say
+(no ``/proc``), ``contended`` is None.
 """
 
 from __future__ import annotations
@@ -18,7 +23,8 @@ import time
 from transformers import TrainerCallback
 
 WARMUP_STEPS = 3  # left out of the medians (of the run, or of its resumed part)
-CONTENDED_RATIO = 1.3  # wall / (CPU / threads) above this: the steps waited for a core
+CONTENDED_SHARE = 0.25  # of a step's wall time spent waiting for a core: above this, the step was contended
+_SCHEDSTAT = "/proc/thread-self/schedstat"  # the calling thread's: run time, run-queue wait, time slices (ns)
 
 
 class StepTimer(TrainerCallback):
@@ -27,28 +33,31 @@ class StepTimer(TrainerCallback):
     def __init__(self) -> None:
         self.walls: list[float] = []
         self.cpus: list[float] = []
-        self._started: tuple[float, float] | None = None
+        self.waits: list[float | None] = []
+        self._started: tuple[float, float, float | None] | None = None
 
     def on_step_begin(self, args, state, control, **kwargs):
-        self._started = (time.perf_counter(), time.process_time())
+        self._started = (time.perf_counter(), time.process_time(), run_queue_wait())
 
     def on_step_end(self, args, state, control, **kwargs):
         if self._started is not None:
-            wall, cpu = self._started
+            wall, cpu, wait = self._started
             self.walls.append(time.perf_counter() - wall)
             self.cpus.append(time.process_time() - cpu)
+            now = run_queue_wait()
+            self.waits.append(None if wait is None or now is None else now - wait)
             self._started = None
 
-    def summary(self, threads: int) -> dict:
+    def summary(self) -> dict:
         """Medians over the steady-state steps (all of them when there are too few to leave any out)."""
-        walls, cpus = self.walls, self.cpus
-        if len(walls) > WARMUP_STEPS:
-            walls, cpus = walls[WARMUP_STEPS:], cpus[WARMUP_STEPS:]
+        skip = WARMUP_STEPS if len(self.walls) > WARMUP_STEPS else 0
+        walls, cpus, waits = self.walls[skip:], self.cpus[skip:], self.waits[skip:]
         if not walls:
             return {"steps_timed": 0, "step_seconds": None, "step_cpu_seconds": None, "contended": None}
         wall, cpu = statistics.median(walls), statistics.median(cpus)
+        wait = None if None in waits else statistics.median(waits)
         return {"steps_timed": len(walls), "step_seconds": round(wall, 6), "step_cpu_seconds": round(cpu, 6),
-                "contended": contended(wall, cpu, threads)}
+                "contended": None if wait is None else contended(wall, wait)}
 
 
 class Phases:
@@ -67,6 +76,15 @@ class Phases:
         return ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.seconds.items())
 
 
-def contended(wall: float, cpu: float, threads: int) -> bool:
-    """Whether steps of ``wall`` seconds that used ``cpu`` CPU seconds on ``threads`` threads waited for cores."""
-    return wall > CONTENDED_RATIO * cpu / max(1, threads)
+def contended(wall: float, wait: float) -> bool:
+    """Whether a step of ``wall`` seconds whose main thread waited ``wait`` seconds for a core was contended."""
+    return wait > CONTENDED_SHARE * wall
+
+
+def run_queue_wait() -> float | None:
+    """Seconds the calling thread has spent runnable but waiting for a core (None where the kernel does not say)."""
+    try:
+        with open(_SCHEDSTAT, encoding="ascii") as handle:
+            return int(handle.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
