@@ -58,8 +58,9 @@ TABLE3_NOTES = [
     "ms/step: a run's median wall time per optimizer step, warm-up steps and evaluation left out (metrics.json "
     "step_time), mean over seeds; CPU ms in brackets (every thread of the process). SF / baseline compares these: "
     "the method's cost per step, apart from start-up, evaluation and how busy the machine was.",
-    "contended: a run whose steps took over 1.3x their CPU time divided by its threads waited for a core; its "
-    "ratio is not shown, and the verdict leaves the task out.",
+    "contended: a run whose steps' main thread spent over a quarter of each step waiting for a core (the "
+    "kernel's run-queue wait, metrics.json step_time.contended); its task shows no ratio and the verdict "
+    "leaves it out, as it does a task whose runs were not all timed.",
     "s: mean fine-tuning wall time over seeds (metrics.json train_seconds), evaluation and checkpoints included: "
     "measured, so it varies run to run.",
     "Extra parameters: the span module and its classifier input, as % of the backbone's parameters.",
