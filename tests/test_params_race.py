@@ -37,15 +37,26 @@ _value = st.one_of(st.integers(-5, 10**6), st.floats(allow_nan=False, allow_infi
                    st.text(alphabet="abcxyz_-", max_size=8), st.lists(st.integers(0, 9), max_size=3))
 
 
-def changed_key(path: tuple, value, delete: bool) -> str | None:
-    """The dotted key an edit of ``path`` changes, read from the edit itself (the values drawn are never
-    mappings, so the first difference is at ``path``); None when it writes the same value of the same type."""
+def _parent(path: tuple):
     node = TREE
-    for part in path:
+    for part in path[:-1]:
         node = node[part]
-    if not delete and node == value and type(node) is type(value):
-        return None
-    return ".".join(map(str, path))
+    return node
+
+
+def changed_keys(path: tuple, value, delete: bool) -> list[str]:
+    """The dotted keys, in the file's order, that an edit of ``path`` changes, read from the edit itself: the
+    values drawn are never mappings, so they are ``path`` and every key that a YAML alias makes the same entry
+    (params.yaml's hparams blocks share one anchor); none when the edit writes the same value of the same type."""
+    old = _parent(path)[path[-1]]
+    if not delete and old == value and type(old) is type(value):
+        return []
+    return [".".join(map(str, p)) for p in _paths(TREE) if p[-1] == path[-1] and _parent(p) is _parent(path)]
+
+
+def changed_key(path: tuple, value, delete: bool) -> str | None:
+    """The first key an edit changes: the one a stage that reads the whole file names."""
+    return next(iter(changed_keys(path, value, delete)), None)
 
 
 def _set(tree: dict, path: tuple, value, delete: bool) -> dict:
@@ -149,9 +160,9 @@ def test_only_the_keys_a_stage_declares_fail_it(tmp_path_factory, monkeypatch, c
     monkeypatch.chdir(workdir)
     monkeypatch.setenv("DVC_STAGE", stage)
     changed = _set(copy.deepcopy(TREE), path, value, delete)
-    edited = changed_key(path, value, delete)
-    hit = [key for key in DECLARED[stage] if edited is not None
-           and (f"{edited}.".startswith(f"{key}.") or f"{key}.".startswith(f"{edited}."))]
+    edited = changed_keys(path, value, delete)
+    hit = [key for key in DECLARED[stage] for e in edited
+           if f"{e}.".startswith(f"{key}.") or f"{key}.".startswith(f"{e}.")]
 
     def body(plan) -> None:
         params.write_text(yaml.safe_dump(changed, sort_keys=False), encoding="utf-8")
