@@ -125,3 +125,22 @@ def test_every_task_reports_its_main_metric():
             result = compute_metrics(task, [0, 1, 1], [0, 1, 0])
         assert task.main_metric in result
         assert set(result) == set(task.metrics)
+
+
+def test_an_accuracy_task_imports_no_metric_library():
+    # A fine-tuning stage is a fresh process: scikit-learn, scipy.stats and seqeval cost it about 0.4 s to
+    # import, so each is imported by the metric that needs it, and an accuracy task scores without them.
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys\n"
+        "from spanft.data.metrics import compute_metrics\n"
+        "from spanft.data.registry import get_task\n"
+        "compute_metrics(get_task('sst2'), [1, 0, 1], [1, 1, 1])\n"
+        "print(sorted(m for m in ('sklearn', 'scipy.stats', 'seqeval') if m in sys.modules))\n"
+        "compute_metrics(get_task('cola'), [1, 0, 1], [1, 1, 0])\n"
+        "print(sorted(m for m in ('sklearn', 'scipy.stats', 'seqeval') if m in sys.modules))\n"
+    )
+    lines = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
+    assert lines.splitlines() == ["[]", "['scipy.stats', 'sklearn']"]

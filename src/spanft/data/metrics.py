@@ -1,5 +1,8 @@
 """Task metrics computed offline (scikit-learn, scipy, seqeval): no ``evaluate.load`` and no network.
 
+Each metric imports its library when first used: a fine-tuning process pays only for its own task's
+(scikit-learn and scipy take about 0.4 s to import; an accuracy task needs neither).
+
 CoLA: Matthews correlation; SST-2, MNLI, QNLI, RTE, WNLI, SNLI: accuracy; MRPC, QQP: F1 of the positive
 class (equivalent / duplicate) and accuracy; STS-B: Pearson and Spearman; CoNLL-2003: entity-level
 precision, recall and F1 (seqeval, conlleval rules) and token accuracy.
@@ -12,9 +15,6 @@ import warnings
 from typing import Sequence
 
 import numpy as np
-import seqeval.metrics as entity_metrics  # entity-level scores of IOB2 tag sequences
-from scipy.stats import pearsonr, spearmanr
-from sklearn.metrics import f1_score, matthews_corrcoef
 
 from spanft.data.registry import TaskSpec
 from spanft.errors import SpanftError
@@ -54,10 +54,14 @@ def _accuracy(pred: np.ndarray, gold: np.ndarray) -> float:
 
 
 def _f1(pred: np.ndarray, gold: np.ndarray) -> float:
+    from sklearn.metrics import f1_score
+
     return float(f1_score(gold, pred, pos_label=1, average="binary", zero_division=0))
 
 
 def _mcc(pred: np.ndarray, gold: np.ndarray) -> float:
+    from sklearn.metrics import matthews_corrcoef
+
     with warnings.catch_warnings():  # one class only: sklearn warns and returns 0, the conventional value
         warnings.simplefilter("ignore")
         return float(matthews_corrcoef(gold, pred))
@@ -70,6 +74,8 @@ def _regression_metrics(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
     """Pearson and Spearman; NaN when either side is constant (the correlation is undefined)."""
     if len(pred) < 2 or np.ptp(pred) == 0 or np.ptp(gold) == 0:
         return {"pearson": math.nan, "spearman": math.nan}
+    from scipy.stats import pearsonr, spearmanr
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return {"pearson": float(pearsonr(pred, gold)[0]), "spearman": float(spearmanr(pred, gold)[0])}
@@ -78,6 +84,8 @@ def _regression_metrics(pred: np.ndarray, gold: np.ndarray) -> dict[str, float]:
 def _tagging_metrics(
     task: TaskSpec, predictions: Sequence[Sequence[int]], references: Sequence[Sequence[int]]
 ) -> dict[str, float]:
+    import seqeval.metrics as entity_metrics  # entity-level scores of IOB2 tag sequences
+
     _check_lengths(len(predictions), len(references))
     names = task.label_names
     pred_tags, gold_tags = [], []
