@@ -9,7 +9,9 @@ one after the other:
   omp1   with `OMP_NUM_THREADS=1` exported, as a user's shell may have it.
 Prints one line per run (condition, wall seconds, pytest's summary) and a table at the end; exits 1 when any
 run was not green. `.ci/run` points the editable install at its clone, so this script points it back at this
-checkout when it ends.
+checkout when it ends (also on Ctrl-C or SIGTERM, which stop the busy process too). The runs get this shell's
+environment less what would change what they test or how it prints: PYTHONPATH (it would test this checkout,
+not the clone), PYTEST_ADDOPTS, colour switches, and the thread counts of OpenMP, MKL and OpenBLAS.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -27,27 +30,41 @@ ROOT = Path(__file__).resolve().parents[1]
 HOG = [sys.executable, "-c", "while True: pass"]
 CONDITIONS = ("quiet", "hog", "omp1")
 SUMMARY = re.compile(r"^=+ (.*) in [0-9.]+s.* =+$")
+ANSI = re.compile(r"\x1b\[[0-9;]*m")
+UNSET = ("PYTHONPATH", "PYTEST_ADDOPTS", "FORCE_COLOR", "PY_COLORS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+         "OPENBLAS_NUM_THREADS")
+
+
+def run_environment(condition: str) -> dict[str, str]:
+    env = {name: value for name, value in os.environ.items() if name not in UNSET}
+    env.update(CI="true", NO_COLOR="1")
+    if condition == "omp1":
+        env["OMP_NUM_THREADS"] = "1"
+    return env
 
 
 def run_suite(condition: str, project: Path, log: Path) -> tuple[float, int, str]:
     """(wall seconds, exit status, pytest's summary line) of one CI run in a fresh clone."""
     subprocess.run(["git", "clone", "-q", str(ROOT), str(project)], check=True)
-    env = {**os.environ, "CI": "true"}
-    env.pop("OMP_NUM_THREADS", None)
-    if condition == "omp1":
-        env["OMP_NUM_THREADS"] = "1"
-    hog = subprocess.Popen(HOG) if condition == "hog" else None
+    env = run_environment(condition)
+    hog = subprocess.Popen(HOG, stderr=subprocess.DEVNULL) if condition == "hog" else None
     start = time.perf_counter()
+    ci = None
     try:
-        with log.open("w") as out:
-            status = subprocess.run(["bash", ".ci/run"], cwd=project, env=env, stdout=out,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL).returncode
+        with log.open("w") as out:  # its own session: stopping this script stops pip, pytest and its workers too
+            ci = subprocess.Popen(["bash", ".ci/run"], cwd=project, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                  stdin=subprocess.DEVNULL, start_new_session=True)
+            status = ci.wait()
     finally:
+        if ci is not None and ci.poll() is None:
+            os.killpg(ci.pid, signal.SIGKILL)
+            ci.wait()
         if hog:
             hog.kill()
             hog.wait()
     seconds = time.perf_counter() - start
-    lines = [m.group(1) for line in log.read_text().splitlines() if (m := SUMMARY.match(line.strip()))]
+    text = ANSI.sub("", log.read_text(errors="replace"))
+    lines = [m.group(1) for line in text.splitlines() if (m := SUMMARY.match(line.strip()))]
     return seconds, status, lines[-1] if lines else "no pytest summary"
 
 
@@ -57,8 +74,15 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--work", type=Path, default=None, help="folder for the clones and logs")
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error(f"--repeats must be at least 1, found {args.repeats}")
     work = args.work or Path(tempfile.mkdtemp(prefix="bench_suite-"))
     work.mkdir(parents=True, exist_ok=True)
+    taken = [name for name in (f"{c}-{r}" for r in range(1, args.repeats + 1) for c in args.conditions)
+             if (work / name).exists()]
+    if taken:
+        parser.error(f"{work / taken[0]} exists: give another --work or remove it")
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # so the finally below and run_suite's still run
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                             check=True).stdout.strip()
     rows = []
@@ -70,7 +94,7 @@ def main() -> int:
                 rows.append((condition, repeat, seconds, status, summary))
                 print(f"{name}: {seconds:.0f} s ({seconds / 60:.1f} min), exit {status}: {summary}", flush=True)
     finally:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", str(ROOT), "--no-deps"],
+        subprocess.run(["pip", "install", "-q", "-e", str(ROOT), "--no-deps"],  # the pip .ci/run used
                        check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     print(f"\nHEAD {commit}, {os.cpu_count()} cores; each run `CI=true bash .ci/run` in a fresh clone\n")
     print("| condition | run | wall | exit | pytest |\n|---|---|---|---|---|")

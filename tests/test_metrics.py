@@ -142,5 +142,12 @@ def test_an_accuracy_task_imports_no_metric_library():
         "compute_metrics(get_task('cola'), [1, 0, 1], [1, 1, 0])\n"
         "print(sorted(m for m in ('sklearn', 'scipy.stats', 'seqeval') if m in sys.modules))\n"
     )
-    lines = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout
-    assert lines.splitlines() == ["[]", "['scipy.stats', 'sklearn']"]
+    after_accuracy, after_mcc = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert after_accuracy == "[]"
+    assert "'sklearn'" in after_mcc and "'seqeval'" not in after_mcc  # MCC needs scikit-learn, not seqeval
+
+
+def test_tagging_with_only_empty_sentences_is_one_line_error():
+    with pytest.raises(SpanftError, match="no tags to score: all 2 sentences are empty"):
+        compute_metrics(get_task("conll2003"), [[], []], [[], []])

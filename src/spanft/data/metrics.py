@@ -94,6 +94,8 @@ def _tagging_metrics(
             raise SpanftError(f"sentence {number}: {len(pred)} predicted tags for {len(gold)} gold tags")
         pred_tags.append([names[int(t)] for t in pred])
         gold_tags.append([names[int(t)] for t in gold])
+    if not any(gold_tags):
+        raise SpanftError(f"no tags to score: all {len(gold_tags)} sentences are empty")
     return {
         "f1": float(entity_metrics.f1_score(gold_tags, pred_tags, zero_division=0)),
         "precision": float(entity_metrics.precision_score(gold_tags, pred_tags, zero_division=0)),
