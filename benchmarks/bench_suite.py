@@ -26,8 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-HOG = [sys.executable, "-c", "while True: pass"]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_repro import HOG, ROOT, clean_clone  # noqa: E402
+
 CONDITIONS = ("quiet", "hog", "omp1")
 SUMMARY = re.compile(r"^=+ (.*) in [0-9.]+s.* =+$")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -44,8 +45,7 @@ def run_environment(condition: str) -> dict[str, str]:
 
 
 def run_suite(condition: str, project: Path, log: Path) -> tuple[float, int, str]:
-    """(wall seconds, exit status, pytest's summary line) of one CI run in a fresh clone."""
-    subprocess.run(["git", "clone", "-q", str(ROOT), str(project)], check=True)
+    """(wall seconds, exit status, pytest's summary line) of one CI run in ``project``, a fresh clone."""
     env = run_environment(condition)
     hog = subprocess.Popen(HOG, stderr=subprocess.DEVNULL) if condition == "hog" else None
     start = time.perf_counter()
@@ -90,7 +90,7 @@ def main() -> int:
         for repeat in range(1, args.repeats + 1):
             for condition in args.conditions:
                 name = f"{condition}-{repeat}"
-                seconds, status, summary = run_suite(condition, work / name, work / f"{name}.log")
+                seconds, status, summary = run_suite(condition, clean_clone(work, name), work / f"{name}.log")
                 rows.append((condition, repeat, seconds, status, summary))
                 print(f"{name}: {seconds:.0f} s ({seconds / 60:.1f} min), exit {status}: {summary}", flush=True)
     finally:

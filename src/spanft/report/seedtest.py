@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Sequence
 
 import numpy as np
@@ -141,7 +142,7 @@ class SeedTest:
             raise SpanftError("Welch test: one seed per score")
         welch_arrays(self.scores_a, self.scores_b)  # checks both arms hold 2 or more
 
-    @property
+    @cached_property  # the frozen fields never change: one Welch test per instance, however many cells read it
     def _test(self) -> tuple[float, float, float, float]:
         gain, se, df, p = welch_arrays(self.scores_a, self.scores_b)
         return float(gain), float(se), float(df), float(p)
@@ -162,7 +163,7 @@ class SeedTest:
     def p_value(self) -> float:
         return self._test[3]
 
-    @property
+    @cached_property
     def half_width(self) -> float:
         return float(stats.t.ppf(1 - (1 - CONFIDENCE) / 2, self.df)) * self.se
 
