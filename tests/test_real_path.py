@@ -213,10 +213,12 @@ def test_repro_runs_to_every_report(real):
     project, _, _, first = real
     ran = ran_stages(first.stdout)
     assert {"tagger", "copy_backbone@mine", "prepare_task@rte", "ner_sf@mine-conll2003-1",
-            "glue_sf@mine-rte-1", "report"} <= ran
+            "glue_sf@mine-rte-1", "step_cost@mine", "report"} <= ran
     tables = project / "reports" / "tables"
     for number in range(1, 9):
         assert (tables / f"table{number}.md").stat().st_size > 0
+    cost = (tables / "table3.md").read_text(encoding="utf-8")
+    assert "timed side by side (mean over" in cost and "not measured" not in cost
     index = (project / "reports" / "index.md").read_text(encoding="utf-8")
     assert index.startswith("Profile: small") and "# Summary" in index
     assert (project / "reports" / "figures" / "figure3.png").read_bytes()[:4] == b"\x89PNG"

@@ -221,6 +221,25 @@ def tree(tmp_path_factory) -> Path:
     return root
 
 
+def test_table3_takes_its_verdict_from_the_side_by_side_step_costs(tree, tmp_path):
+    tasks = plan_of(PARAMS).studies["glue"].tasks
+    costs = {task: {"baseline_step_seconds": 0.02, "sf_step_seconds": 0.02 * (1.2 + 0.01 * i),
+                    "ratio": 1.2 + 0.01 * i, "contended": task == "rte"} for i, task in enumerate(tasks)}
+    (tmp_path / "tiny.json").write_text(json.dumps({"backbone": "tiny", "tasks": costs}))
+    files = build_reports(PARAMS, tree / "runs", tree / "segmented", step_cost_dir=tmp_path)
+    cost = pd.read_csv(io.StringIO(files["tables/table3.csv"].decode()), comment="#")
+    timed = [task for task in tasks if task != "rte"]
+    assert cost.set_index("task").loc[timed, "paired_step_ratio"].tolist() == \
+        pytest.approx([costs[task]["ratio"] for task in timed])
+    mean = np.mean([costs[task]["ratio"] for task in timed])
+    markdown = files["tables/table3.md"].decode()
+    assert f"{mean:.2f}x the baseline's time per optimizer step, timed side by side (mean over 8 of 9 tasks; " \
+           f"left out, contended: rte)" in markdown
+    (tmp_path / "tiny.json").write_text(json.dumps({"tasks": {"cola": {**costs["cola"], "ratio": "fast"}}}))
+    with pytest.raises(SpanftError, match=r"tiny.json: tasks.cola.ratio must be a positive number, found 'fast'"):
+        build_reports(PARAMS, tree / "runs", tree / "segmented", step_cost_dir=tmp_path)
+
+
 def read_metrics(root: Path, study: str, backbone: str, task: str, variant: str, seed: int) -> dict:
     return json.loads((root / "runs" / study / backbone / task / variant / f"seed{seed}" / "metrics.json").read_text())
 
@@ -377,8 +396,9 @@ def test_tables_3_to_8_hold_the_runs_numbers(tree):
     markdown = (out / "table3.md").read_text()
     qqp_rows = [line for line in markdown.splitlines() if line.startswith("|") and "| qqp " in line]
     assert qqp_rows and all("contended" in line for line in qqp_rows)
-    assert f"{steps[True] / steps[False]:.2f}x the baseline's time per optimizer step (mean over 8 of 9 tasks; " \
-           f"left out, contended: qqp)" in markdown
+    assert f"{steps[True] / steps[False]:.2f}x the baseline's time per optimizer step, from the runs' own step " \
+           f"times (mean over 8 of 9 tasks; left out, contended: qqp)" in markdown
+    assert "not measured" in qqp_rows[0]  # no step_cost file: no side-by-side figure
     assert set(cost["extra_parameters_percent"]) == {3.0}
     snli = pd.read_csv(out / "table5.csv")
     for variant in ("baseline", "sf"):

@@ -110,8 +110,11 @@ def _run(step_time, seed: int = 1):
     return Run("glue", "tiny", "cola", "sf", seed, Path(f"/runs/seed{seed}"), {"step_time": step_time})
 
 
-def _record(task: str, ratio: float, contended: bool) -> dict:
-    return {"task": task, "step_ratio": ratio, "contended": contended, "ratio": 1.5, "extra_parameters_percent": 3.0}
+def _record(task: str, ratio: float, contended: bool, paired: float | None = None,
+            paired_contended: bool = False) -> dict:
+    return {"task": task, "step_ratio": ratio, "contended": contended, "ratio": 1.5, "extra_parameters_percent": 3.0,
+            "paired_measured": paired is not None or paired_contended,
+            "paired_step_ratio": float("nan") if paired is None else paired, "paired_contended": paired_contended}
 
 
 def test_table3_text_names_contended_and_untimed_tasks_apart():
@@ -119,8 +122,8 @@ def test_table3_text_names_contended_and_untimed_tasks_apart():
 
     nan = float("nan")
     text = _cost_text([_record("cola", 1.2, False), _record("mrpc", nan, True), _record("rte", nan, False)], 3.0)
-    assert "1.20x the baseline's time per optimizer step (mean over 1 of 3 tasks; left out, contended: mrpc; " \
-           "not every run timed: rte)" in text
+    assert "1.20x the baseline's time per optimizer step, from the runs' own step times (mean over 1 of 3 tasks; " \
+           "left out, contended: mrpc; not every run timed: rte)" in text
     none = _cost_text([_record("mrpc", nan, True), _record("rte", nan, False)], 3.0)
     assert "has no step-time figure (every task left out, contended: mrpc; not every run timed: rte)" in none
     assert "every task's runs were contended" not in none
@@ -138,3 +141,14 @@ def test_table3_reads_step_times_strictly():
             _step(_run(bad), key)
     with pytest.raises(SpanftError, match="step_time.contended must be true, false or null, found 'false'"):
         _contended(_run({"contended": "false"}))
+
+
+def test_table3_text_takes_the_side_by_side_ratio_when_measured():
+    from spanft.report.significance_tables import _cost_text
+
+    nan = float("nan")
+    records = [_record("cola", 1.9, False, paired=1.2), _record("mrpc", 1.1, False, paired_contended=True),
+               _record("rte", nan, True, paired=1.4), _record("wnli", 1.3, False)]
+    text = _cost_text(records, 3.0)
+    assert "1.30x the baseline's time per optimizer step, timed side by side (mean over 2 of 4 tasks; left out, " \
+           "contended: mrpc; not measured: wnli)" in text

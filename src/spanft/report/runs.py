@@ -162,3 +162,29 @@ def decode(task: TaskSpec, column: np.ndarray, where: Path) -> list:
         return [task.label_id(name) for name in column]
     except (SpanftError, ValueError) as exc:
         raise SpanftError(f"{where}: {exc}") from None
+
+
+_STEP_COST_NUMBERS = ("baseline_step_seconds", "sf_step_seconds", "ratio")
+
+
+def read_step_costs(path: Path) -> dict[str, dict]:
+    """The step_cost stage's side-by-side step costs by task (``tasks`` of its JSON file); {} when there is no
+    file (a report built without that stage). A file that is there but malformed is a SpanftError naming it."""
+    if not path.is_file():
+        return {}
+    try:
+        content = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise SpanftError(f"{path}: not a readable JSON file ({exc})") from None
+    tasks = content.get("tasks") if isinstance(content, dict) else None
+    if not isinstance(tasks, dict):
+        raise SpanftError(f"{path}: expected an object with 'tasks' (task -> step costs)")
+    for task, cost in tasks.items():
+        for key in _STEP_COST_NUMBERS:
+            value = cost.get(key) if isinstance(cost, dict) else None
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+                raise SpanftError(f"{path}: tasks.{task}.{key} must be a positive number, found {value!r}")
+        if cost.get("contended") not in (True, False, None):
+            raise SpanftError(f"{path}: tasks.{task}.contended must be true, false or null, found "
+                              f"{cost.get('contended')!r}")
+    return tasks

@@ -56,11 +56,14 @@ TABLE2_NOTES = [
 ]
 TABLE3_NOTES = [
     "ms/step: a run's median wall time per optimizer step, warm-up steps and evaluation left out (metrics.json "
-    "step_time), mean over seeds; CPU ms in brackets (every thread of the process). SF / baseline compares these: "
-    "the method's cost per step, apart from start-up, evaluation and how busy the machine was.",
-    "contended: a run whose steps' main thread spent over a quarter of each step waiting for a core (the "
-    "kernel's run-queue wait, metrics.json step_time.contended); its task shows no ratio and the verdict "
-    "leaves it out, as it does a task whose runs were not all timed.",
+    "step_time), mean over seeds; CPU ms in brackets (every thread of the process). SF / baseline, runs: the "
+    "ratio of these, two runs timed minutes apart, so it also carries how the machine's speed drifted between them.",
+    "SF / baseline, side by side: the step_cost stage trains both arms in one process on the same batches, a "
+    "step of each in turn, and takes the median per-round ratio (data/step_cost/<backbone>.json; README "
+    "\"Table 3\"): what the machine does meanwhile slows both alike. The verdict uses it.",
+    "contended: a run (or the side-by-side timing) whose main thread spent over a quarter of each step waiting "
+    "for a core (the kernel's run-queue wait); its ratio is not shown and the verdict leaves the task out, as it "
+    "does a task whose runs were not all timed.",
     "s: mean fine-tuning wall time over seeds (metrics.json train_seconds), evaluation and checkpoints included: "
     "measured, so it varies run to run.",
     "Extra parameters: the span module and its classifier input, as % of the backbone's parameters.",
@@ -216,16 +219,22 @@ def table3(context: ReportContext) -> Table:
 
 
 def _cost_text(records: list[dict], paper_extra: float) -> str:
-    """The cost line: extra parameters, the step-time ratio over the uncontended tasks, and the wall-time ratio."""
+    """The cost line: extra parameters, the per-step ratio over the tasks timed uncontended, and the wall-time ratio.
+
+    The side-by-side ratio when the step_cost stage timed any task, else the runs' own."""
     extra = summarize(r["extra_parameters_percent"] for r in records).mean
-    steady = [r["step_ratio"] for r in records if not math.isnan(r["step_ratio"])]
-    contended = [r["task"] for r in records if r["contended"]]
-    untimed = [r["task"] for r in records if not r["contended"] and math.isnan(r["step_ratio"])]
+    side_by_side = any(r["paired_measured"] for r in records)
+    key, contended_key, how, missing = (
+        ("paired_step_ratio", "paired_contended", "timed side by side", "not measured") if side_by_side
+        else ("step_ratio", "contended", "from the runs' own step times", "not every run timed"))
+    ratios = [r[key] for r in records if not math.isnan(r[key])]
+    contended = [r["task"] for r in records if r[contended_key]]
+    untimed = [r["task"] for r in records if not r[contended_key] and math.isnan(r[key])]
     left_out = "; ".join(part for part in (f"contended: {', '.join(contended)}" if contended else "",
-                                           f"not every run timed: {', '.join(untimed)}" if untimed else "") if part)
-    if steady:
-        cost = (f"takes {fixed(summarize(steady).mean, 2)}x the baseline's time per optimizer step (mean over "
-                f"{len(steady)} of {len(records)} tasks{'; left out, ' + left_out if left_out else ''})")
+                                           f"{missing}: {', '.join(untimed)}" if untimed else "") if part)
+    if ratios:
+        cost = (f"takes {fixed(summarize(ratios).mean, 2)}x the baseline's time per optimizer step, {how} (mean "
+                f"over {len(ratios)} of {len(records)} tasks{'; left out, ' + left_out if left_out else ''})")
     else:
         cost = f"has no step-time figure (every task left out, {left_out})"
     wall = summarize(r["ratio"] for r in records).mean
@@ -258,16 +267,25 @@ def _cost_row(context: ReportContext, backbone: str, task: str, seeds: list[int]
     step_ratio = _ratio(span_step, base_step) if every_timed and not contended else math.nan
     devices = "; ".join(sorted({str(run.get("device", "?")) for run in base + span}))
     extra = summarize(_float(run, "extra_parameters_percent") for run in span).mean
+    paired = context.step_costs(backbone).get(task)
+    paired_contended = bool(paired and paired.get("contended"))
+    paired_ratio = math.nan if paired is None or paired_contended else float(paired["ratio"])
     row = {"Backbone": context.backbone_label(backbone), "Task": task,
            "baseline ms/step (CPU)": _ms(base_step, base_cpu), "+SF ms/step (CPU)": _ms(span_step, span_cpu),
-           "SF / baseline per step": ("contended" if contended else fixed(step_ratio, 2) if every_timed
-                                      else "not every run timed"),
+           "SF / baseline, runs": ("contended" if contended else fixed(step_ratio, 2) if every_timed
+                                   else "not every run timed"),
+           "SF / baseline, side by side": ("contended" if paired_contended else "not measured" if paired is None
+                                           else fixed(paired_ratio, 2)),
            "baseline s": fixed(base_s, 1), "+SF s": fixed(span_s, 1), "device": devices,
            "extra params %": fixed(extra, 2), "extra params % (paper, text)": fixed(paper_extra, 2)}
     record = {"backbone": backbone, "paper_backbone": context.plan.paper_name(backbone), "task": task,
               "baseline_step_seconds": base_step, "sf_step_seconds": span_step,
               "baseline_step_cpu_seconds": base_cpu, "sf_step_cpu_seconds": span_cpu,
               "step_ratio": step_ratio, "contended": contended,
+              "paired_measured": paired is not None,
+              "paired_baseline_step_seconds": float(paired["baseline_step_seconds"]) if paired else math.nan,
+              "paired_sf_step_seconds": float(paired["sf_step_seconds"]) if paired else math.nan,
+              "paired_step_ratio": paired_ratio, "paired_contended": paired_contended,
               "baseline_seconds": base_s, "sf_seconds": span_s, "ratio": _ratio(span_s, base_s), "device": devices,
               "extra_parameters_percent": extra, "paper_extra_parameters_percent": csv_number(paper_extra, 1.0)}
     return row, record

@@ -19,6 +19,8 @@ from spanft.params.plan import PlannedRun
 from spanft.params.schema import MAX_THREADS
 
 MODEL_VARIANTS = ("baseline", "sf", "cnn-noseg", "random-seg", "chunker-seg")
+WEIGHT_DECAY = 0.01  # AdamW's, on every parameter but biases and norms (the Trainer's split)
+MAX_GRAD_NORM = 1.0  # gradient clipping
 SPAN_VARIANTS = ("sf", "random-seg", "chunker-seg")
 
 

@@ -14,7 +14,7 @@ from transformers.utils import SAFE_WEIGHTS_NAME
 from spanft.data.registry import TaskSpec
 from spanft.model.features import LengthGroupedSampler, example_lengths
 from spanft.model.span_model import classification_loss, regression_loss
-from spanft.train.options import FinetuneOptions
+from spanft.train.options import MAX_GRAD_NORM, WEIGHT_DECAY, FinetuneOptions
 
 log = logging.getLogger("spanft")
 
@@ -82,7 +82,8 @@ def training_arguments(options: FinetuneOptions, task: TaskSpec, output_dir: str
         learning_rate=options.lr,
         per_device_train_batch_size=options.batch_size,
         per_device_eval_batch_size=options.eval_batch_size,
-        weight_decay=0.01,
+        weight_decay=WEIGHT_DECAY,
+        max_grad_norm=MAX_GRAD_NORM,
         warmup_steps=0.1,  # a float below 1 is a ratio of the total steps (transformers 5)
         lr_scheduler_type="linear",
         optim="adamw_torch_fused",  # one fused kernel per step: fewer launches than the for-each form
