@@ -409,7 +409,7 @@ def dvc_repro(repo: Path, *args: str) -> str:
 def test_a_lock_record_of_a_run_made_elsewhere_is_dropped_so_dvc_restores_the_jobs_run(dvc_head):
     """A clone's dvc.lock records outputs another machine made; DVC then runs the stage again although the
     run-cache holds the job's run (it reads the run-cache only without an applicable record)."""
-    from spanft.cluster.stages import forget_uncached_records, stale_finetune_stages
+    from spanft.cluster.stages import forget_uncached_records, stale_training_stages
 
     lock_path = dvc_head / "dvc.lock"
     lock = yaml.safe_load(lock_path.read_text())
@@ -417,7 +417,7 @@ def test_a_lock_record_of_a_run_made_elsewhere_is_dropped_so_dvc_restores_the_jo
     lock_path.write_text(yaml.safe_dump(lock, sort_keys=False))
     (dvc_head / "run.txt").unlink()
     assert "Running stage 'ft'" in dvc_repro(dvc_head, "--dry")  # DVC itself, as the record stands
-    assert stale_finetune_stages(dvc_head) == ([], 0, 1)  # the fan-out sends nothing: the run is cached
+    assert stale_training_stages(dvc_head) == ([], 0, 1)  # the fan-out sends nothing: the run is cached
     assert forget_uncached_records(dvc_head) == ["ft"]
     assert "Stage 'ft' is cached - skipping run" in dvc_repro(dvc_head)
     assert (dvc_head / "run.txt").read_text() == "1"
@@ -431,5 +431,5 @@ def test_the_join_never_fine_tunes_on_the_head(dvc_head):
     sent = head_state(dvc_head, *stage_paths(dvc_head), allow_dirty=False)
     refuse_stale_join(dvc_head, sent)  # the runs match the head: the join may go on
     (dvc_head / "params.yaml").write_text("lr: 2\n")  # edited while the jobs ran
-    with pytest.raises(SpanftError, match="1 fine-tuning stages are stale after the jobs ended"):
+    with pytest.raises(SpanftError, match="1 training stages are stale after the jobs ended"):
         refuse_stale_join(dvc_head, sent)

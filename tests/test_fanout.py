@@ -26,6 +26,7 @@ from test_graph import ROOT, dvc, new_project, ran_stages, reduced_params
 
 SLURM_SCRIPT = ROOT / "scripts" / "slurm-one-node.sh"
 FINETUNE = {"glue_baseline@tiny-cola-1", "glue_sf@tiny-cola-1", "glue_baseline@tiny-mrpc-1", "glue_sf@tiny-mrpc-1"}
+TRAINING = FINETUNE | {"step_cost@tiny"}  # the stages jobs run: fine-tuning, and Table 3's step costs
 KILLED = "glue_sf@tiny-cola-1"
 KILLED_RUN = "data/runs/glue/tiny/cola/sf/seed1"
 
@@ -99,14 +100,14 @@ def head_after_serial(serial: Path, path: Path) -> Path:
     drops them. Submissions and reports (made from the runs), their lock entries and the run-cache are gone.
 
     Its upstream stages stay done (the fan-out runs them as a no-op), so the jobs re-run exactly the
-    fine-tuning stages, and the reports the join builds can only come from the jobs' runs.
+    training stages, and the reports the join builds can only come from the jobs' runs.
     """
     shutil.copytree(serial, path, symlinks=True)
     shutil.rmtree(path / ".dvc" / "cache" / "runs")
-    for made_from_runs in ("data/runs", "data/submissions", "reports"):
-        shutil.rmtree(path / made_from_runs)
+    for made_by_jobs in ("data/runs", "data/step_cost", "data/submissions", "reports"):
+        shutil.rmtree(path / made_by_jobs)
     lock = yaml.safe_load((path / "dvc.lock").read_text(encoding="utf-8"))
-    for stage in FINETUNE:
+    for stage in TRAINING:
         for out in lock["stages"][stage]["outs"]:
             out["md5"] = "f" * 32 + (".dir" if out["md5"].endswith(".dir") else "")
     for stage in ("submission@tiny", "report"):
@@ -170,7 +171,7 @@ def test_fanout_joins_to_the_serial_reports_resumes_a_killed_job_and_resends_onl
     project = head_after_serial(serial, tmp_path / "head")
     args = ["--executor", executor, "--jobs", "2", "--cpus", "1", "--mem-gb", "2"]
 
-    # 1. every fine-tuning stage is a job; one is killed after its first checkpoint: reported, the rest kept
+    # 1. every training stage is a job; one is killed after its first checkpoint: reported, the rest kept
     process = start_fanout(project, args, env)
     deadline = time.monotonic() + 300
     while not checkpoint_written(project, KILLED):
@@ -180,31 +181,31 @@ def test_fanout_joins_to_the_serial_reports_resumes_a_killed_job_and_resends_onl
     output, _ = process.communicate(timeout=300)
     assert process.returncode == 1, output
     jobs = manifest(project)
-    assert set(jobs) == FINETUNE
+    assert set(jobs) == TRAINING
     if executor == "slurm":  # one array: <array id>_<index>
         assert len({job.split("_")[0] for job, _ in jobs.values()}) == 1 and all("_" in j for j, _ in jobs.values())
     failed = re.findall(r"FAILED (\S+): .*; log (\S+)", output)
     assert [stage for stage, _ in failed] == [KILLED], output
     assert failed[0][1] == jobs[KILLED][1]
-    assert "3/4 done, 0 running, 1 failed" in output
+    assert "4/5 done, 0 running, 1 failed" in output
     assert "Running stage 'report'" not in output  # no join after a failure
 
     # 2. the next call sends only the killed stage, which resumes from its checkpoint; the join runs no run
     code, output = run_fanout(project, args, env)
     assert code == 0, output
-    assert "1 fine-tuning stages to send, 0 up to date, 3 in the cache already" in output
+    assert "1 training stages to send, 0 up to date, 4 in the cache already" in output
     assert set(manifest(project)) == {KILLED}
     resumed, uninterrupted = (json.loads((p / KILLED_RUN / "metrics.json").read_text()) for p in (project, serial))
     assert (resumed["resumed_from"] or "").startswith("checkpoint-") and uninterrupted["resumed_from"] is None
     for key in ("metrics", "eval_loss", "best_epoch", "history"):
         assert resumed[key] == uninterrupted[key], key
-    assert "4 dvc.lock records name outputs this cache lacks" in output  # the records of runs made elsewhere
-    assert ran_stages(output) & FINETUNE == set(), output
-    assert all(f"Stage '{stage}' is cached - skipping run" in output for stage in FINETUNE), output
+    assert "5 dvc.lock records name outputs this cache lacks" in output  # the records of runs made elsewhere
+    assert ran_stages(output) & TRAINING == set(), output
+    assert all(f"Stage '{stage}' is cached - skipping run" in output for stage in TRAINING), output
     assert "Running stage 'report'" in output
     assert report_lines(project) == report_lines(serial)
 
-    # 3. an edit to one task's hparams sends that task's runs only
+    # 3. an edit to one task's hparams sends that task's runs only, and the step costs (they read every task's)
     params = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))
     params["hparams"]["mrpc"]["lr"] = 2.0e-3
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
@@ -213,7 +214,7 @@ def test_fanout_joins_to_the_serial_reports_resumes_a_killed_job_and_resends_onl
     git(project, "commit", "-qam", "mrpc: another learning rate")
     code, output = run_fanout(project, args, env)
     assert code == 0, output
-    assert set(manifest(project)) == {"glue_baseline@tiny-mrpc-1", "glue_sf@tiny-mrpc-1"}
-    assert "2 fine-tuning stages to send, 2 up to date" in output
-    assert ran_stages(output) & FINETUNE == set(), output
+    assert set(manifest(project)) == {"glue_baseline@tiny-mrpc-1", "glue_sf@tiny-mrpc-1", "step_cost@tiny"}
+    assert "3 training stages to send, 2 up to date" in output
+    assert ran_stages(output) & TRAINING == set(), output
     assert "up to date" in dvc(project, "status").stdout

@@ -1,7 +1,7 @@
-"""``spanft fanout``: the head's stale fine-tuning stages as jobs, their progress, and the join.
+"""``spanft fanout``: the head's stale training stages as jobs, their progress, and the join.
 
 1. The head's upstream stages (task data, segmentations, backbones) run here, with ``dvc repro``.
-2. DVC names the fine-tuning stages still to run (:func:`spanft.cluster.stages.stale_finetune_stages`).
+2. DVC names the training stages still to run (:func:`spanft.cluster.stages.stale_training_stages`).
 3. Each is submitted through submitit: one SLURM job array (``cluster.max_parallel`` at once), or local
    processes, ``--jobs`` at a time, each on ``cores / jobs`` cores (its torch threads follow params
    ``threads``: :mod:`spanft.threads`, which the job tells how many jobs share the cores).
@@ -37,7 +37,7 @@ from spanft.cluster.stages import (
     forget_uncached_records,
     open_repo,
     stage_paths,
-    stale_finetune_stages,
+    stale_training_stages,
 )
 from spanft.cluster.tracking import (
     Submitted,
@@ -133,7 +133,7 @@ def run_dvc(root: Path, *args: str) -> None:
 
 
 def fanout(root: Path, settings: ClusterSettings, jobs: int | None, allow_dirty: bool, join: bool) -> int:
-    """Run the head's graph with its fine-tuning stages sent as jobs; 0 when every job and the join succeeded."""
+    """Run the head's graph with its training stages sent as jobs; 0 when every job and the join succeeded."""
     executor = executor_name(settings)
     folder = settings.folder_path(root)
     check_folder(root, folder)
@@ -202,8 +202,8 @@ def _fanout(root: Path, settings: ClusterSettings, executor: str, parallel: int,
     if upstream:
         log.info("fanout: the stages the fine-tuning runs read, here in the head (%d)", len(upstream))
         run_dvc(root, "repro", *upstream)
-    stale, fresh, cached = stale_finetune_stages(root)
-    log.info("fanout: %d fine-tuning stages to send, %d up to date, %d in the cache already (the join restores them)",
+    stale, fresh, cached = stale_training_stages(root)
+    log.info("fanout: %d training stages to send, %d up to date, %d in the cache already (the join restores them)",
              len(stale), fresh, cached)
     if stale:
         refuse_if_still_running(settings.folder_path(root), stale)
@@ -230,9 +230,9 @@ def refuse_stale_join(root: Path, head: HeadState) -> None:
     """Never fine-tune on the head: if the jobs' runs no longer match it (its code or params changed while they
     ran), stop instead of letting the join's ``dvc repro`` run the stages here."""
     now = head_state(root, *stage_paths(root), allow_dirty=True)
-    stale, _, _ = stale_finetune_stages(root)
+    stale, _, _ = stale_training_stages(root)
     if stale or now.commit != head.commit or now.changed != head.changed:
-        what = f"{len(stale)} fine-tuning stages are stale" if stale else "the head's commit or files changed"
+        what = f"{len(stale)} training stages are stale" if stale else "the head's commit or files changed"
         raise SpanftError(f"{root}: {what} after the jobs ended (did the code or params change while they ran?); "
                           f"the join would fine-tune here: run spanft fanout again")
 

@@ -1,7 +1,8 @@
-"""What DVC says about the head repo's graph: the fine-tuning stages, their upstream, which ones must run.
+"""What DVC says about the head repo's graph: the training stages, their upstream, which ones must run.
 
-Everything is read from DVC's own index (``dvc.repo.Repo``): a fine-tuning stage is one whose script
-dependency is ``pipeline/finetune.py``; its upstream is what DVC's graph says it depends on; it must run when
+Everything is read from DVC's own index (``dvc.repo.Repo``): a training stage is one whose script dependency
+is one of :data:`TRAINING_SCRIPTS` (the fine-tuning runs and Table 3's side-by-side step costs, both work for
+a job's GPU); its upstream is what DVC's graph says it depends on; it must run when
 DVC finds it changed and cannot restore it: neither its lock's outputs nor a run of the same command,
 dependencies and params are in the cache.
 """
@@ -19,12 +20,12 @@ from dvc.repo import Repo
 from dvc.stage.cache import RunCacheNotFoundError
 from dvc_data.hashfile.hash_info import HashInfo
 
-FINETUNE_SCRIPT = "pipeline/finetune.py"
+TRAINING_SCRIPTS = ("pipeline/finetune.py", "pipeline/step_cost.py")
 
 
 @dataclass(frozen=True)
 class StaleStage:
-    """A fine-tuning stage ``dvc repro`` would run, and the stages whose outputs it reads."""
+    """A training stage ``dvc repro`` would run, and the stages whose outputs it reads."""
 
     name: str  # DVC's address: glue_sf@tiny-cola-1
     upstream: tuple[str, ...]
@@ -37,18 +38,18 @@ def open_repo(root: Path) -> Iterator[Repo]:
         yield repo
 
 
-def is_finetune(stage) -> bool:
-    return any(dep.def_path == FINETUNE_SCRIPT for dep in getattr(stage, "deps", []))
+def is_training(stage) -> bool:
+    return any(dep.def_path in TRAINING_SCRIPTS for dep in getattr(stage, "deps", []))
 
 
-def finetune_stages(repo: Repo) -> list:
-    return [stage for stage in repo.index.stages if is_finetune(stage)]
+def training_stages(repo: Repo) -> list:
+    return [stage for stage in repo.index.stages if is_training(stage)]
 
 
 def upstream_of(repo: Repo, stages: list) -> list[str]:
     """The stages whose outputs the given ones read (DVC runs their own upstream when asked to run them)."""
     graph = repo.index.graph  # edges point from a stage to the stages it depends on
-    return sorted({dep.addressing for stage in stages for dep in graph.successors(stage) if not is_finetune(dep)})
+    return sorted({dep.addressing for stage in stages for dep in graph.successors(stage) if not is_training(dep)})
 
 
 @contextlib.contextmanager
@@ -116,7 +117,7 @@ def forget_uncached_records(root: Path) -> list[str]:
     """
     with open_repo(root) as repo, repo.lock:
         dropped = []
-        for stage in finetune_stages(repo):
+        for stage in training_stages(repo):
             with _dvc_quiet():
                 applies = stage.changed() and _lock_applies(stage)
             if applies and not _lock_outputs_cached(stage) and _in_run_cache(repo, stage):
@@ -125,15 +126,15 @@ def forget_uncached_records(root: Path) -> list[str]:
         return dropped
 
 
-def stale_finetune_stages(root: Path) -> tuple[list[StaleStage], int, int]:
-    """The fine-tuning stages to send, how many are up to date, and how many the cache can restore.
+def stale_training_stages(root: Path) -> tuple[list[StaleStage], int, int]:
+    """The training stages to send, how many are up to date, and how many the cache can restore.
 
     Call after the upstream stages ran: a stage is stale when DVC finds it changed (``Stage.changed``, what
     ``dvc status`` reports) and cannot restore it from the cache (:func:`restorable`).
     """
     with open_repo(root) as repo, repo.lock:
         stale, fresh, cached = [], 0, 0
-        for stage in finetune_stages(repo):
+        for stage in training_stages(repo):
             with _dvc_quiet():
                 changed = stage.changed()
             if not changed:
@@ -146,9 +147,9 @@ def stale_finetune_stages(root: Path) -> tuple[list[StaleStage], int, int]:
 
 
 def finetune_upstream(root: Path) -> list[str]:
-    """The stages the fine-tuning stages read from (task data, segmentations, backbones), not their upstream."""
+    """The stages the training stages read from (task data, segmentations, backbones), not their upstream."""
     with open_repo(root) as repo:
-        return upstream_of(repo, finetune_stages(repo))
+        return upstream_of(repo, training_stages(repo))
 
 
 def stage_paths(root: Path) -> tuple[list[str], list[str]]:

@@ -23,14 +23,20 @@ import copy
 import statistics
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
-from spanft.data.registry import TaskSpec
+from spanft.data.columns import read_prepared
+from spanft.data.registry import TaskSpec, get_task
 from spanft.model.features import FeatureConfig, SpanCollator, encode_split, example_lengths, length_grouped_order
+from spanft.model.loading import load_backbone
 from spanft.model.span_model import SpanModel
+from spanft.params.plan import Plan
+from spanft.threads import use_threads
 from spanft.train.options import MAX_GRAD_NORM, WEIGHT_DECAY, FinetuneOptions, span_config_for
 from spanft.train.timing import contended, run_queue_wait
 
@@ -152,20 +158,11 @@ def step_cost_arms(baseline: FinetuneOptions, sf: FinetuneOptions, task: TaskSpe
     return arms
 
 
-def backbone_step_costs(plan, backbone: str, config: StepCostConfig = StepCostConfig()) -> dict[str, Any]:
-    """Table 3's paired step costs of one glue backbone, task by task (``plan``: a :class:`spanft.params.plan.Plan`).
+def backbone_step_costs(plan: Plan, backbone: str, config: StepCostConfig = StepCostConfig()) -> dict[str, Any]:
+    """Table 3's side-by-side step costs of one glue backbone, task by task.
 
     Each task's arms are its glue runs of the first seed: the SF run's input (segmented data, spans dropped for
     the baseline), both runs' hyper-parameters and span configurations."""
-    from pathlib import Path
-
-    from tqdm import tqdm
-
-    from spanft.data.columns import read_prepared
-    from spanft.data.registry import get_task
-    from spanft.model.loading import load_backbone
-    from spanft.threads import use_threads
-
     threads = use_threads(plan.threads)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     study = plan.studies["glue"]
