@@ -2,7 +2,7 @@
 ``reports``, ``dict_sizes``, ``chunker``, ``backbones``).
 
     python pipeline/report.py data/runs data/segmented reports --corpus-record data/corpus/provenance.json \
-        --step-cost data/step_cost
+        --step-cost data/step_cost.json
 """
 
 import argparse
@@ -18,11 +18,11 @@ def main() -> int:
     parser.add_argument("segmented", help="segmented data root (ngram/, random/, chunker/, sweep/)")
     parser.add_argument("out", help="report directory to write")
     parser.add_argument("--corpus-record", default=None, help="the corpus stage's provenance record (JSON)")
-    parser.add_argument("--step-cost", default=None, help="the step_cost stage's folder: Table 3's side-by-side "
-                                                          "step costs (<backbone>.json)")
+    parser.add_argument("--step-cost", default=None, help="the step_cost stage's file: Table 3's side-by-side "
+                                                          "step costs")
     args = parser.parse_args()
     return run_stage(lambda plan: write_reports(plan, args.runs, args.segmented, args.out,
-                                                corpus_record=args.corpus_record, step_cost_dir=args.step_cost))
+                                                corpus_record=args.corpus_record, step_cost_file=args.step_cost))
 
 
 if __name__ == "__main__":

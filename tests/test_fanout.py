@@ -26,7 +26,7 @@ from test_graph import ROOT, dvc, new_project, ran_stages, reduced_params
 
 SLURM_SCRIPT = ROOT / "scripts" / "slurm-one-node.sh"
 FINETUNE = {"glue_baseline@tiny-cola-1", "glue_sf@tiny-cola-1", "glue_baseline@tiny-mrpc-1", "glue_sf@tiny-mrpc-1"}
-TRAINING = FINETUNE | {"step_cost@tiny"}  # the stages jobs run: fine-tuning, and Table 3's step costs
+TRAINING = FINETUNE | {"step_cost"}  # the stages jobs run: fine-tuning, and Table 3's step costs
 KILLED = "glue_sf@tiny-cola-1"
 KILLED_RUN = "data/runs/glue/tiny/cola/sf/seed1"
 
@@ -104,8 +104,9 @@ def head_after_serial(serial: Path, path: Path) -> Path:
     """
     shutil.copytree(serial, path, symlinks=True)
     shutil.rmtree(path / ".dvc" / "cache" / "runs")
-    for made_by_jobs in ("data/runs", "data/step_cost", "data/submissions", "reports"):
+    for made_by_jobs in ("data/runs", "data/submissions", "reports"):
         shutil.rmtree(path / made_by_jobs)
+    (path / "data" / "step_cost.json").unlink()
     lock = yaml.safe_load((path / "dvc.lock").read_text(encoding="utf-8"))
     for stage in TRAINING:
         for out in lock["stages"][stage]["outs"]:
@@ -214,7 +215,7 @@ def test_fanout_joins_to_the_serial_reports_resumes_a_killed_job_and_resends_onl
     git(project, "commit", "-qam", "mrpc: another learning rate")
     code, output = run_fanout(project, args, env)
     assert code == 0, output
-    assert set(manifest(project)) == {"glue_baseline@tiny-mrpc-1", "glue_sf@tiny-mrpc-1", "step_cost@tiny"}
+    assert set(manifest(project)) == {"glue_baseline@tiny-mrpc-1", "glue_sf@tiny-mrpc-1", "step_cost"}
     assert "3 training stages to send, 2 up to date" in output
     assert ran_stages(output) & TRAINING == set(), output
     assert "up to date" in dvc(project, "status").stdout

@@ -7,6 +7,7 @@ import functools
 import io
 import json
 import logging
+import re
 import zipfile
 import zlib
 from pathlib import Path
@@ -225,19 +226,42 @@ def test_table3_takes_its_verdict_from_the_side_by_side_step_costs(tree, tmp_pat
     tasks = plan_of(PARAMS).studies["glue"].tasks
     costs = {task: {"baseline_step_seconds": 0.02, "sf_step_seconds": 0.02 * (1.2 + 0.01 * i),
                     "ratio": 1.2 + 0.01 * i, "contended": task == "rte"} for i, task in enumerate(tasks)}
-    (tmp_path / "tiny.json").write_text(json.dumps({"backbone": "tiny", "tasks": costs}))
-    files = build_reports(PARAMS, tree / "runs", tree / "segmented", step_cost_dir=tmp_path)
+    path = tmp_path / "step_cost.json"
+    path.write_text(json.dumps({"device": "cpu (9 cores, 1 threads)", "backbones": {"tiny": costs}}))
+    files = build_reports(PARAMS, tree / "runs", tree / "segmented", step_cost_file=path)
     cost = pd.read_csv(io.StringIO(files["tables/table3.csv"].decode()), comment="#")
     timed = [task for task in tasks if task != "rte"]
     assert cost.set_index("task").loc[timed, "paired_step_ratio"].tolist() == \
         pytest.approx([costs[task]["ratio"] for task in timed])
+    assert set(cost["paired_device"]) == {"cpu (9 cores, 1 threads)"}
     mean = np.mean([costs[task]["ratio"] for task in timed])
     markdown = files["tables/table3.md"].decode()
     assert f"{mean:.2f}x the baseline's time per optimizer step, timed side by side (mean over 8 of 9 tasks; " \
            f"left out, contended: rte)" in markdown
-    (tmp_path / "tiny.json").write_text(json.dumps({"tasks": {"cola": {**costs["cola"], "ratio": "fast"}}}))
-    with pytest.raises(SpanftError, match=r"tiny.json: tasks.cola.ratio must be a positive number, found 'fast'"):
-        build_reports(PARAMS, tree / "runs", tree / "segmented", step_cost_dir=tmp_path)
+    # a task the file lacks is "not measured"; a file without this backbone measures nothing
+    del costs["wnli"]
+    path.write_text(json.dumps({"device": "cpu", "backbones": {"tiny": costs}}))
+    markdown = build_reports(PARAMS, tree / "runs", tree / "segmented", step_cost_file=path)["tables/table3.md"]
+    assert "contended: rte; not measured: wnli)" in markdown.decode()
+    path.write_text(json.dumps({"device": "cpu", "backbones": {"other": costs}}))
+    markdown = build_reports(PARAMS, tree / "runs", tree / "segmented", step_cost_file=path)["tables/table3.md"]
+    assert "from the runs' own step times" in markdown.decode()
+
+
+@pytest.mark.parametrize("content, said", [
+    ({"backbones": {"tiny": {"cola": {"baseline_step_seconds": 1, "sf_step_seconds": 1, "ratio": "fast"}}}},
+     "backbones.tiny.cola.ratio must be a positive finite number, found 'fast'"),
+    ({"backbones": {"tiny": {"cola": {"baseline_step_seconds": 1, "sf_step_seconds": 1, "ratio": float("inf")}}}},
+     "backbones.tiny.cola.ratio must be a positive finite number, found inf"),
+    ({"backbones": {"tiny": {"cola": 1.2}}}, "backbones.tiny.cola must be an object of step costs, found 1.2"),
+    ({"backbones": {"tiny": [1]}}, "backbones.tiny must be an object of task -> step costs"),
+    ({"tasks": {}}, "expected an object with 'backbones'"),
+])
+def test_a_malformed_step_cost_file_is_one_line_naming_the_key(tree, tmp_path, content, said):
+    path = tmp_path / "step_cost.json"
+    path.write_text(json.dumps(content))
+    with pytest.raises(SpanftError, match=re.escape(f"{path}: {said}")):
+        build_reports(PARAMS, tree / "runs", tree / "segmented", step_cost_file=path)
 
 
 def read_metrics(root: Path, study: str, backbone: str, task: str, variant: str, seed: int) -> dict:

@@ -12,8 +12,8 @@ def add_report(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--runs", default="data/runs", help="runs root: <study>/<backbone>/<task>/<variant>/seed<N>/")
     p.add_argument("--segmented", default="data/segmented", help="segmented data root (ngram/, random/, chunker/, sweep/)")
     p.add_argument("--out", default="reports", help="report directory to write")
-    p.add_argument("--step-cost", default="data/step_cost",
-                   help="the step_cost stage's folder (<backbone>.json): Table 3's side-by-side step costs")
+    p.add_argument("--step-cost", default="data/step_cost.json",
+                   help="the step_cost stage's file: Table 3's side-by-side step costs")
     p.add_argument("--corpus-record", default="data/corpus/provenance.json",
                    help="the corpus stage's provenance record, shown in the summary (absent: not recorded)")
     p.add_argument("--paper-values", default=None, help="published numbers YAML (default: spanft/report/paper_values.yaml)")
@@ -51,7 +51,7 @@ def report(args: argparse.Namespace) -> int:
 
     check_report_folder(args.out)
     write_reports(load_plan(args.params), args.runs, args.segmented, args.out, paper_values=args.paper_values,
-                  corpus_record=args.corpus_record, step_cost_dir=args.step_cost)
+                  corpus_record=args.corpus_record, step_cost_file=args.step_cost)
     return 0
 
 

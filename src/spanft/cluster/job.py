@@ -1,4 +1,5 @@
-"""One job of the fan-out: one fine-tuning stage, run by DVC in the stage's own workspace, on a node.
+"""One job of the fan-out: one training stage (a fine-tuning run or the step costs), run by DVC in the stage's
+own workspace, on a node.
 
 The job prepares the workspace (:func:`spanft.cluster.workspace.prepare_workspace`), checks out the outputs of
 the stages it reads from the shared cache, and runs ``dvc repro --single-item STAGE``; DVC stores the outputs

@@ -99,8 +99,6 @@ GROUPS: dict[str, Group] = {
     "fetch_backbone": Group("backbone", {_FOREACH: _sources("hub")}, _backbone(corpus=False)),
     "copy_backbone": Group("backbone", {_FOREACH: _sources("local")}, _backbone(corpus=False)),
     **{variant.group: _finetune_group(variant) for variant in VARIANTS},
-    "step_cost": Group("step_cost", {_FOREACH: lambda p: list(p.studies["glue"].backbones)},
-                       lambda m: [m["key"], f"data/step_cost/{m['key']}.json"]),
     "submission": Group("submission", {_FOREACH: lambda p: list(p.studies["glue"].backbones)},
                         lambda m: [m["key"], f"data/runs/glue/{m['key']}", "data/submissions"]),
 }

@@ -63,26 +63,26 @@ HEADLINE_STUDIES = ["glue", "backbones", "snli", "ner"]
 
 def write_reports(plan: Plan, runs_dir: str | Path, segmented_dir: str | Path, out_dir: str | Path, *,
                   paper_values: str | Path | None = None, corpus_record: str | Path | None = None,
-                  step_cost_dir: str | Path | None = None) -> list[str]:
+                  step_cost_file: str | Path | None = None) -> list[str]:
     """Write every report file under ``out_dir``; return their paths relative to it (index.md last).
 
     ``corpus_record``: the corpus stage's provenance file, shown in the summary (absent: "not recorded").
-    ``step_cost_dir``: the step_cost stage's files (``<backbone>.json``), Table 3's side-by-side step costs.
+    ``step_cost_file``: the step_cost stage's file, Table 3's side-by-side step costs (absent: "not measured").
     """
     check_output_location(out_dir, inputs=[runs_dir, segmented_dir])  # before anything is read or written
     corpus = read_corpus_record(corpus_record) if corpus_record else None
     files = build_reports(plan, Path(runs_dir), Path(segmented_dir), paper_values=paper_values, corpus=corpus,
-                          step_cost_dir=step_cost_dir)
+                          step_cost_file=step_cost_file)
     _write_all(Path(out_dir), files)
     return list(files)
 
 
 def build_reports(plan: Plan, runs_dir: Path, segmented_dir: Path, *, paper_values: str | Path | None = None,
-                  corpus: dict | None = None, step_cost_dir: str | Path | None = None) -> dict[str, bytes]:
+                  corpus: dict | None = None, step_cost_file: str | Path | None = None) -> dict[str, bytes]:
     """Every report file's bytes by relative path, ``index.md`` last (nothing is written)."""
     profile = plan.profile_label
     paper = Paper.load(paper_values)
-    context = ReportContext(plan, runs_dir, segmented_dir, paper, step_cost_dir=step_cost_dir)
+    context = ReportContext(plan, runs_dir, segmented_dir, paper, step_cost_file=step_cost_file)
     files: dict[str, bytes] = {}
     tables = all_tables(context)
     for table in tables:

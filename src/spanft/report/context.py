@@ -198,11 +198,11 @@ class ReportContext:
     """The plan, directories, paper and comparisons of one report, and its runs, each loaded once."""
 
     def __init__(self, plan: Plan, runs_dir: Path, segmented_dir: Path, paper: Paper,
-                 comparisons: Comparisons | None = None, step_cost_dir: Path | None = None):
+                 comparisons: Comparisons | None = None, step_cost_file: Path | None = None):
         self.plan = plan
         self.runs_dir = Path(runs_dir)
         self.segmented_dir = Path(segmented_dir)
-        self.step_cost_dir = Path(step_cost_dir) if step_cost_dir is not None else None
+        self._step_costs = read_step_costs(Path(step_cost_file)) if step_cost_file is not None else None
         self.paper = paper
         self.comparisons = comparisons or Comparisons(plan.reports.bootstrap_resamples, plan.reports.bootstrap_seed)
         self._cache: dict[tuple, list[Run]] = {}
@@ -213,11 +213,12 @@ class ReportContext:
             self._cache[key] = load_runs(self.runs_dir, study, backbone, task, variant, seeds)
         return self._cache[key]
 
-    def step_costs(self, backbone: str) -> dict[str, dict]:
-        """Table 3's side-by-side step costs of a glue backbone by task (the step_cost stage's file; {} if none)."""
-        if self.step_cost_dir is None:
-            return {}
-        return read_step_costs(self.step_cost_dir / f"{backbone}.json")
+    def step_costs(self, backbone: str) -> tuple[dict[str, dict], str | None]:
+        """Table 3's side-by-side step costs of a glue backbone by task, and the device that timed them (the
+        step_cost stage's file; ({}, None) where it has none)."""
+        if not self._step_costs:
+            return {}, None
+        return self._step_costs["backbones"].get(backbone, {}), self._step_costs["device"]
 
     def all_runs(self) -> list[Run]:
         """Every run the tables read, once each."""

@@ -167,24 +167,33 @@ def decode(task: TaskSpec, column: np.ndarray, where: Path) -> list:
 _STEP_COST_NUMBERS = ("baseline_step_seconds", "sf_step_seconds", "ratio")
 
 
-def read_step_costs(path: Path) -> dict[str, dict]:
-    """The step_cost stage's side-by-side step costs by task (``tasks`` of its JSON file); {} when there is no
-    file (a report built without that stage). A file that is there but malformed is a SpanftError naming it."""
-    if not path.is_file():
-        return {}
+def read_step_costs(path: Path) -> dict[str, Any] | None:
+    """The step_cost stage's file: ``{"device": ..., "backbones": {backbone: {task: step costs}}}``; None when
+    there is no file (a report built without that stage). A file that is there but malformed is a SpanftError
+    naming it and the bad key."""
+    if not path.exists():
+        return None
     try:
         content = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SpanftError(f"{path}: not a readable JSON file ({exc})") from None
-    tasks = content.get("tasks") if isinstance(content, dict) else None
-    if not isinstance(tasks, dict):
-        raise SpanftError(f"{path}: expected an object with 'tasks' (task -> step costs)")
-    for task, cost in tasks.items():
-        for key in _STEP_COST_NUMBERS:
-            value = cost.get(key) if isinstance(cost, dict) else None
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
-                raise SpanftError(f"{path}: tasks.{task}.{key} must be a positive number, found {value!r}")
-        if cost.get("contended") not in (True, False, None):
-            raise SpanftError(f"{path}: tasks.{task}.contended must be true, false or null, found "
-                              f"{cost.get('contended')!r}")
-    return tasks
+    backbones = content.get("backbones") if isinstance(content, dict) else None
+    if not isinstance(backbones, dict):
+        raise SpanftError(f"{path}: expected an object with 'backbones' (backbone -> task -> step costs)")
+    for backbone, tasks in backbones.items():
+        if not isinstance(tasks, dict):
+            raise SpanftError(f"{path}: backbones.{backbone} must be an object of task -> step costs, found {tasks!r}")
+        for task, cost in tasks.items():
+            _check_step_cost(path, f"backbones.{backbone}.{task}", cost)
+    return {"device": str(content.get("device", "?")), "backbones": backbones}
+
+
+def _check_step_cost(path: Path, where: str, cost: Any) -> None:
+    if not isinstance(cost, dict):
+        raise SpanftError(f"{path}: {where} must be an object of step costs, found {cost!r}")
+    for key in _STEP_COST_NUMBERS:
+        value = cost.get(key)
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (math.isfinite(value) and value > 0):
+            raise SpanftError(f"{path}: {where}.{key} must be a positive finite number, found {value!r}")
+    if cost.get("contended") not in (True, False, None):
+        raise SpanftError(f"{path}: {where}.contended must be true, false or null, found {cost.get('contended')!r}")

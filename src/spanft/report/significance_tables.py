@@ -59,7 +59,7 @@ TABLE3_NOTES = [
     "step_time), mean over seeds; CPU ms in brackets (every thread of the process). SF / baseline, runs: the "
     "ratio of these, two runs timed minutes apart, so it also carries how the machine's speed drifted between them.",
     "SF / baseline, side by side: the step_cost stage trains both arms in one process on the same batches, a "
-    "step of each in turn, and takes the median per-round ratio (data/step_cost/<backbone>.json; README "
+    "step of each in turn, and takes the median per-round ratio (data/step_cost.json; README "
     "\"Table 3\"): what the machine does meanwhile slows both alike. The verdict uses it.",
     "contended: a run (or the side-by-side timing) whose main thread spent over a quarter of each step waiting "
     "for a core (the kernel's run-queue wait); its ratio is not shown and the verdict leaves the task out, as it "
@@ -267,7 +267,8 @@ def _cost_row(context: ReportContext, backbone: str, task: str, seeds: list[int]
     step_ratio = _ratio(span_step, base_step) if every_timed and not contended else math.nan
     devices = "; ".join(sorted({str(run.get("device", "?")) for run in base + span}))
     extra = summarize(_float(run, "extra_parameters_percent") for run in span).mean
-    paired = context.step_costs(backbone).get(task)
+    paired_costs, paired_device = context.step_costs(backbone)
+    paired = paired_costs.get(task)
     paired_contended = bool(paired and paired.get("contended"))
     paired_ratio = math.nan if paired is None or paired_contended else float(paired["ratio"])
     row = {"Backbone": context.backbone_label(backbone), "Task": task,
@@ -276,6 +277,7 @@ def _cost_row(context: ReportContext, backbone: str, task: str, seeds: list[int]
                                    else "not every run timed"),
            "SF / baseline, side by side": ("contended" if paired_contended else "not measured" if paired is None
                                            else fixed(paired_ratio, 2)),
+           "side by side on": paired_device if paired is not None else "—",
            "baseline s": fixed(base_s, 1), "+SF s": fixed(span_s, 1), "device": devices,
            "extra params %": fixed(extra, 2), "extra params % (paper, text)": fixed(paper_extra, 2)}
     record = {"backbone": backbone, "paper_backbone": context.plan.paper_name(backbone), "task": task,
@@ -286,6 +288,7 @@ def _cost_row(context: ReportContext, backbone: str, task: str, seeds: list[int]
               "paired_baseline_step_seconds": float(paired["baseline_step_seconds"]) if paired else math.nan,
               "paired_sf_step_seconds": float(paired["sf_step_seconds"]) if paired else math.nan,
               "paired_step_ratio": paired_ratio, "paired_contended": paired_contended,
+              "paired_device": paired_device if paired is not None else "",
               "baseline_seconds": base_s, "sf_seconds": span_s, "ratio": _ratio(span_s, base_s), "device": devices,
               "extra_parameters_percent": extra, "paper_extra_parameters_percent": csv_number(paper_extra, 1.0)}
     return row, record

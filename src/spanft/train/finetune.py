@@ -53,7 +53,7 @@ from spanft.train.checkpoints import (
     elapsed_seconds,
     prepare_checkpoint_dir,
 )
-from spanft.train.options import SPAN_VARIANTS, FinetuneOptions, span_config_for
+from spanft.train.options import SPAN_VARIANTS, FinetuneOptions, device_name, span_config_for
 from spanft.train.scoring import nan_to_none, score_split, selection_metrics
 from spanft.threads import use_threads
 from spanft.train.timing import Phases, StepTimer
@@ -292,15 +292,6 @@ def _history(trainer) -> list[dict[str, float]]:
             for epoch, row in sorted(by_epoch.items())]
 
 
-def _device_name(processes: int = 1) -> str:
-    each = " each" if processes > 1 else ""
-    if torch.cuda.is_available():
-        name = f"cuda ({torch.cuda.get_device_name(0)})"
-    else:
-        name = f"cpu ({os.cpu_count()} cores, {torch.get_num_threads()} threads{each})"
-    return name if processes == 1 else f"{name} x {processes} processes"
-
-
 def _summary(options, task, model, results, losses, best_epoch, history, train_seconds, truncation, frames,
              resume, processes: int = 1, threads: int = 1, step_time: dict | None = None) -> dict:
     backbone_params = model.backbone_parameter_count()
@@ -318,7 +309,7 @@ def _summary(options, task, model, results, losses, best_epoch, history, train_s
         "history": history,
         "train_seconds": round(train_seconds, 3),
         "step_time": step_time,  # median seconds per optimizer step, wall and CPU (spanft.train.timing)
-        "device": _device_name(processes),
+        "device": device_name(processes),
         "threads": threads,
         "backbone_parameters": backbone_params,
         "extra_parameters": extra_params,

@@ -6,15 +6,20 @@ Here both arms train on the same batches in alternating rounds, baseline first i
 odd ones, so whatever slows the machine slows both alike. The figure is the median over rounds of SF's step
 time divided by the baseline's in the same round.
 
-A step is the Trainer's: forward, loss, backward, gradient clipping at norm 1.0, AdamW (fused on the CPU, as
-``adamw_torch_fused``; weight decay on matrices only), gradients cleared; bf16 autocast on a GPU that has it.
-The learning-rate schedule and the Trainer's callbacks are left out: a few microseconds per step, alike in both.
+A step is the Trainer's: forward, loss, backward, gradient clipping at norm 1.0, AdamW (fused, as
+``adamw_torch_fused``; weight decay on matrices only), gradients cleared; in the run's precision
+(:func:`spanft.train.options.run_precision`: bf16 autocast, or fp16 with a grad scaler, on a GPU; TF32 where
+the runs use it; full determinism on the CPU). The learning-rate schedule and the Trainer's callbacks are left
+out: a few microseconds per step, alike in both arms.
 
-The batches are the task's training examples as the run sees them: ``batches x batch_size`` examples drawn
-at random (``seed``), put in length-grouped order (:func:`spanft.model.features.length_grouped_order`) and
-padded per batch by the run's collator. The baseline reads the same examples without their spans (its run
+The batches are the task's training examples as the run sees them (cut to ``max_train_examples`` first):
+``batches x batch_size`` examples drawn at random (``seed``), put in length-grouped order within the sample
+(:func:`spanft.model.features.length_grouped_order`) and padded per batch by the run's collator. The run groups
+lengths over 50 batches at a time, so its batches pad a little less (about 10% fewer tokens on the embedded
+tasks); both arms get the same batches. The baseline reads the same examples without their spans (its run
 reads the prepared data, whose words these are). The first round of every batch is warm-up (a new shape's
-first step pays for allocations and kernel selection) and is not timed.
+first step pays for allocations and kernel selection) and is not timed; after it, each batch comes round with
+either arm first in turn.
 """
 
 from __future__ import annotations
@@ -30,21 +35,32 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from transformers import set_seed
+from transformers.trainer_utils import enable_full_determinism
+
 from spanft.data.columns import read_prepared
 from spanft.data.registry import TaskSpec, get_task
+from spanft.errors import SpanftError
 from spanft.model.features import FeatureConfig, SpanCollator, encode_split, example_lengths, length_grouped_order
-from spanft.model.loading import load_backbone
+from spanft.model.loading import check_max_seq_len, load_backbone
 from spanft.model.span_model import SpanModel
-from spanft.params.plan import Plan
+from spanft.params.plan import BACKBONES_DIR, Plan, PlannedRun
 from spanft.threads import use_threads
-from spanft.train.options import MAX_GRAD_NORM, WEIGHT_DECAY, FinetuneOptions, span_config_for
+from spanft.train.options import (
+    MAX_GRAD_NORM,
+    WEIGHT_DECAY,
+    FinetuneOptions,
+    device_name,
+    run_precision,
+    span_config_for,
+)
 from spanft.train.timing import contended, run_queue_wait
 
 
 @dataclass(frozen=True)
 class StepCostConfig:
     batches: int = 6  # distinct batches, each warmed up once
-    rounds: int = 18  # timed rounds (one step of each arm per round), cycling through the batches
+    rounds: int = 24  # timed rounds (one step of each arm per round), cycling through the batches
     seed: int = 0  # which training examples are drawn
 
 
@@ -64,14 +80,21 @@ def training_step(model: torch.nn.Module, device: str, lr: float = 1e-5) -> Call
     no_decay = [p for p in model.parameters() if p.requires_grad and p.ndim < 2]
     groups = [{"params": decay, "weight_decay": WEIGHT_DECAY}, {"params": no_decay, "weight_decay": 0.0}]
     optimizer = torch.optim.AdamW(groups, lr=lr, fused=True)
-    bf16 = device == "cuda" and torch.cuda.is_bf16_supported()
+    precision = run_precision() if device == "cuda" else None
+    half = torch.bfloat16 if precision and precision.bf16 else torch.float16
+    autocast = bool(precision and (precision.bf16 or precision.fp16))
+    scaler = torch.amp.GradScaler("cuda", enabled=bool(precision and precision.fp16))
+    if precision and precision.tf32:
+        torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = True
 
     def step(inputs: dict) -> None:
-        with torch.autocast(device_type=device, dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast(device_type=device, dtype=half, enabled=autocast):
             loss = model(**inputs).loss
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(optimizer)
         torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_GRAD_NORM)
-        optimizer.step()
+        scaler.step(optimizer)
+        scaler.update()
         optimizer.zero_grad(set_to_none=True)
 
     return step
@@ -79,6 +102,8 @@ def training_step(model: torch.nn.Module, device: str, lr: float = 1e-5) -> Call
 
 def sample_batches(frame, tokenizer, task: TaskSpec, options: FinetuneOptions, config: StepCostConfig) -> list[dict]:
     """``config.batches`` collated training batches (with spans) of the run ``options`` describes."""
+    if options.max_train_examples is not None:
+        frame = frame.iloc[: options.max_train_examples]  # the run's cut (spanft.train.finetune.load_splits)
     wanted = min(len(frame), config.batches * options.batch_size)
     rows = np.sort(np.random.default_rng(config.seed).choice(len(frame), size=wanted, replace=False))
     features = FeatureConfig(options.max_seq_len, options.resolved_max_spans(), options.max_span_len)
@@ -107,11 +132,14 @@ def paired_step_cost(backbone: torch.nn.Module, batches: list[dict], arms: dict[
 
 def alternate(arms: list[_Arm], batches: list[dict], rounds: int, device: str = "cpu") -> None:
     """``len(batches)`` warm-up rounds, then ``rounds`` timed ones; round r steps both arms on batch r mod
-    len(batches), the first arm first in even rounds and second in odd ones."""
+    len(batches), which arm first alternating from batch to batch within a pass over the batches and from one
+    pass to the next, so that no batch is always timed in one order."""
     warmup = len(batches)
     for round_ in range(warmup + rounds):
         batch = batches[round_ % len(batches)]
-        for arm in (arms if round_ % 2 == 0 else arms[::-1]):
+        # batch b of pass p: the first arm first when b + p is even, so a batch's order flips from pass to pass
+        first_arm_first = (round_ % len(batches) + round_ // len(batches)) % 2 == 0
+        for arm in (arms if first_arm_first else arms[::-1]):
             inputs = batch if arm.wants_spans else {k: v for k, v in batch.items() if not k.startswith("span_")}
             wall, cpu, wait = _timed(arm.step, inputs, device)
             if round_ >= warmup:
@@ -158,25 +186,43 @@ def step_cost_arms(baseline: FinetuneOptions, sf: FinetuneOptions, task: TaskSpe
     return arms
 
 
-def backbone_step_costs(plan: Plan, backbone: str, config: StepCostConfig = StepCostConfig()) -> dict[str, Any]:
-    """Table 3's side-by-side step costs of one glue backbone, task by task.
+def glue_arms(plan: Plan) -> dict[str, dict[str, tuple[PlannedRun, PlannedRun]]]:
+    """``{backbone: {task: (baseline run, sf run)}}`` of the glue study, first seed: what Table 3 times."""
+    study = plan.studies["glue"]
+    if not study.seeds:
+        return {}
+    seed = study.seeds[0]
+    return {backbone: {task: (plan.find_run("glue", backbone, task, "baseline", seed),
+                              plan.find_run("glue", backbone, task, "sf", seed)) for task in study.tasks}
+            for backbone in study.backbones}
 
-    Each task's arms are its glue runs of the first seed: the SF run's input (segmented data, spans dropped for
-    the baseline), both runs' hyper-parameters and span configurations."""
+
+def step_cost_inputs(plan: Plan) -> list[str]:
+    """What the step costs read: every glue backbone and every glue SF run's input."""
+    return [f"{BACKBONES_DIR}/{backbone}" for backbone in plan.studies["glue"].backbones] + \
+        [sf.data for tasks in glue_arms(plan).values() for _, sf in tasks.values()]
+
+
+def all_step_costs(plan: Plan, config: StepCostConfig = StepCostConfig()) -> dict[str, Any]:
+    """Table 3's side-by-side step costs of every glue backbone, task by task (the step_cost stage's file)."""
     threads = use_threads(plan.threads)
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    study = plan.studies["glue"]
-    seed = study.seeds[0]
-    model, tokenizer = load_backbone(plan.find_run("glue", backbone, study.tasks[0], "sf", seed).backbone_dir)
-    tasks = {}
-    for name in tqdm(study.tasks, desc=f"step cost {backbone}", unit="task"):
-        task = get_task(name)
-        runs = {variant: plan.find_run("glue", backbone, name, variant, seed) for variant in ("baseline", "sf")}
-        options = {variant: FinetuneOptions.for_run(run, plan.hparams[name], plan.threads)
-                   for variant, run in runs.items()}
-        frame = read_prepared(Path(runs["sf"].data) / f"{task.train_split}.parquet")
-        batches = sample_batches(frame, tokenizer, task, options["sf"], config)
-        tasks[name] = paired_step_cost(model, batches, step_cost_arms(options["baseline"], options["sf"], task),
-                                       config, device)
-    return {"backbone": backbone, "device": device, "threads": threads,
-            "batches": config.batches, "rounds": config.rounds, "tasks": tasks}
+    backbones = {}
+    for backbone, tasks in glue_arms(plan).items():
+        model, tokenizer = load_backbone(f"{BACKBONES_DIR}/{backbone}") if tasks else (None, None)
+        backbones[backbone] = {}
+        for name, (baseline, sf) in tqdm(tasks.items(), desc=f"step cost {backbone}", unit="task"):
+            task = get_task(name)
+            options = {run.variant: FinetuneOptions.for_run(run, plan.hparams[name], plan.threads)
+                       for run in (baseline, sf)}
+            check_max_seq_len(model, sf.backbone_dir, options["sf"].max_seq_len)
+            path = Path(sf.data) / f"{task.train_split}.parquet"
+            frame = read_prepared(path)
+            if len(frame) == 0:
+                raise SpanftError(f"{path}: no training examples")
+            (enable_full_determinism if device == "cpu" else set_seed)(config.seed)  # as the runs
+            batches = sample_batches(frame, tokenizer, task, options["sf"], config)
+            backbones[backbone][name] = paired_step_cost(
+                model, batches, step_cost_arms(options["baseline"], options["sf"], task), config, device)
+    return {"device": device_name(), "threads": threads, "batches": config.batches, "rounds": config.rounds,
+            "backbones": backbones}

@@ -14,7 +14,7 @@ from transformers.utils import SAFE_WEIGHTS_NAME
 from spanft.data.registry import TaskSpec
 from spanft.model.features import LengthGroupedSampler, example_lengths
 from spanft.model.span_model import classification_loss, regression_loss
-from spanft.train.options import MAX_GRAD_NORM, WEIGHT_DECAY, FinetuneOptions
+from spanft.train.options import MAX_GRAD_NORM, WEIGHT_DECAY, FinetuneOptions, run_precision
 
 log = logging.getLogger("spanft")
 
@@ -74,8 +74,7 @@ def _exact_loss(span_config, logits, labels) -> float:
 
 def training_arguments(options: FinetuneOptions, task: TaskSpec, output_dir: str) -> TrainingArguments:
     cuda = torch.cuda.is_available()
-    bf16 = cuda and torch.cuda.is_bf16_supported()
-    tf32 = cuda and torch.cuda.get_device_capability()[0] >= 8  # Ampere and later: TF32 matmuls for fp32 work
+    precision = run_precision()
     return TrainingArguments(
         output_dir=output_dir,
         num_train_epochs=options.epochs,
@@ -97,9 +96,9 @@ def training_arguments(options: FinetuneOptions, task: TaskSpec, output_dir: str
         seed=options.seed,
         data_seed=options.seed,
         full_determinism=not cuda,
-        bf16=bf16,
-        fp16=cuda and not bf16,
-        tf32=True if tf32 else None,
+        bf16=precision.bf16,
+        fp16=precision.fp16,
+        tf32=True if precision.tf32 else None,
         use_cpu=not cuda,
         dataloader_num_workers=0,
         label_names=["labels"],
