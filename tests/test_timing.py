@@ -95,8 +95,9 @@ def test_run_queue_wait_grows_when_a_thread_shares_its_core_and_not_when_alone()
                 hog.kill()
                 hog.wait()
 
-    assert waited(beside=True) > 0.3  # about half of the 1 s loop
-    assert waited(beside=False) < waited(beside=True)
+    beside, alone = waited(beside=True), waited(beside=False)
+    assert beside > 0.3  # about half of the 1 s loop
+    assert alone < beside
 
 
 # ------------------------------------------------------------------------------ Table 3 from recorded step times
