@@ -454,7 +454,7 @@ CASES = [
          "data.source is local but data.dir is empty"),
     # -- params as DVC writes them; ranges and relations
     Case("params: values", "dvc-exp-float", "`lr: 3e-05` as `dvc exp run -S hparams.cola.lr=3e-5` writes it",
-         params_text(lambda text: text.replace("lr: 5.0e-4", "lr: 3e-05")), ["check-params"], "lr 3e-05",
+         params_text(lambda text: text.replace("lr: 7.0e-4", "lr: 3e-05")), ["check-params"], "lr 3e-05",
          status=0, check=params_ok),
     Case("params: values", "duplicate-key", "a key given twice", params_text(lambda text: text + "dict_size: 100\n"),
          ["check-params"], "not valid YAML: duplicate key 'dict_size' (first given at line"),

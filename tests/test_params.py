@@ -261,7 +261,7 @@ from spanft.params.load import parse_params  # noqa: E402
 
 
 def test_dvc_exp_run_floats_are_numbers_everywhere(tmp_path):
-    text = (ROOT / "params.yaml").read_text(encoding="utf-8").replace("lr: 5.0e-4", "lr: 3e-05")
+    text = (ROOT / "params.yaml").read_text(encoding="utf-8").replace("lr: 7.0e-4", "lr: 3e-05")
     (tmp_path / "params.yaml").write_text(text, encoding="utf-8")
     tree = check_params_file(tmp_path / "params.yaml")
     assert tree["hparams"]["cola"]["lr"] == 3e-05
