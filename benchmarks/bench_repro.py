@@ -1,11 +1,12 @@
 """The first hour's figures: the embedded `dvc repro` from a clean clone, on a quiet machine and beside a
 CPU-bound process, and a no-op `dvc repro` after it.
 
-    python benchmarks/bench_repro.py [--loaded] [--against REV] [--work DIR]
+    python benchmarks/bench_repro.py [--loaded] [--against REV [--head-first]] [--work DIR]
 
 Each case is a fresh `git clone` of HEAD with an empty DVC cache (what a new user has), run one after the other.
-"quiet" runs alone; with ``--against REV`` a clean clone of REV is timed the same way right before it (this
-machine's speed drifts by 5-15% over an hour, so two commits are compared in one sitting, not across runs); "loaded" starts `python -c "while True: pass"` beside it and stops it at the end. After the
+"quiet" runs alone; with ``--against REV`` a clean clone of REV is timed the same way right before it, or right
+after it with ``--head-first`` (this machine's speed drifts by 5-15% over an hour, so two commits are compared in
+one sitting, and in both orders, not across runs); "loaded" starts `python -c "while True: pass"` beside it and stops it at the end. After the
 first case, `dvc repro` is timed three times with nothing to do (the median is the no-op figure). Prints the
 wall times, the loaded / quiet ratio, whether the two cases' reports are equal apart from Table 3 (measured
 times), and Table 3's SF / baseline time per optimizer step in both, task by task. The clones are kept (their
@@ -29,6 +30,8 @@ HOG = [sys.executable, "-c", "while True: pass"]
 
 def clean_clone(work: Path, name: str, rev: str = "HEAD") -> Path:
     project = work / name
+    if project.exists():
+        sys.exit(f"bench_repro: {project} exists: name another --work")
     subprocess.run(["git", "clone", "-q", str(ROOT), str(project)], check=True)
     subprocess.run(["git", "checkout", "-q", rev], cwd=project, check=True)
     return project
@@ -38,11 +41,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--loaded", action="store_true", help="also time a run beside a CPU-bound process")
     parser.add_argument("--against", metavar="REV", help="also time a clean clone of REV, right before HEAD's")
+    parser.add_argument("--head-first", action="store_true", help="with --against: time HEAD's clone first")
     parser.add_argument("--work", type=Path, default=None, help="folder for the clones (default: a temporary one)")
     args = parser.parse_args()
+    if args.against and subprocess.run(["git", "rev-parse", "-q", "--verify", f"{args.against}^{{commit}}"], cwd=ROOT,
+                                       capture_output=True).returncode:
+        sys.exit(f"bench_repro: --against {args.against}: no such commit in {ROOT}")
     work = args.work or Path(tempfile.mkdtemp(prefix="bench_repro-"))
     work.mkdir(parents=True, exist_ok=True)
-    cases = [*(["against"] if args.against else []), "quiet", *(["loaded"] if args.loaded else [])]
+    cases = ["quiet", *(["loaded"] if args.loaded else [])]
+    if args.against:
+        cases.insert(1 if args.head_first else 0, "against")
     walls, projects = {}, {}
     for case in cases:
         project = projects[case] = clean_clone(work, case, args.against if case == "against" else "HEAD")
@@ -59,7 +68,8 @@ def main() -> int:
             noop = [timed(["dvc", "repro"], project, work / f"noop-{i}.log") for i in range(3)]
             print(f"no-op dvc repro: median {statistics.median(noop):.2f} s of {', '.join(f'{s:.2f}' for s in noop)}")
     if args.against:
-        print(f"HEAD / {args.against}: {walls['quiet'] / walls['against']:.2f}x (quiet, one after the other)")
+        order = "HEAD first" if args.head_first else f"{args.against} first"
+        print(f"HEAD / {args.against}: {walls['quiet'] / walls['against']:.2f}x (quiet, one after the other, {order})")
     if args.loaded:
         ratio = walls["loaded"] / walls["quiet"]
         same = reports_without_table3(projects["quiet"]) == reports_without_table3(projects["loaded"])

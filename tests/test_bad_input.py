@@ -131,11 +131,19 @@ def both(*setups: Callable[[Path], None]) -> Callable[[Path], None]:
     return setup
 
 
+class _WrittenOut(yaml.SafeDumper):
+    """A change that reuses a block (``tree[a] = tree[b]``) writes it out twice: an alias is a mistake of its own."""
+
+    def ignore_aliases(self, data) -> bool:
+        return True
+
+
 def params_with(change: Callable[[dict], None]) -> Callable[[Path], None]:
     def setup(root: Path) -> None:
         tree = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
         change(tree)
-        (root / "params.yaml").write_text(yaml.safe_dump(tree, sort_keys=False, allow_unicode=True), encoding="utf-8")
+        text = yaml.dump(tree, Dumper=_WrittenOut, sort_keys=False, allow_unicode=True)
+        (root / "params.yaml").write_text(text, encoding="utf-8")
 
     return setup
 
@@ -449,6 +457,10 @@ CASES = [
          ["check-params"], "backbones: '../../evil' is not a name"),
     Case("params: ids and paths", "yaml-python-tag", "a YAML tag that would run code", params_text(lambda text: text + "evil: !!python/object/apply:os.system ['touch pwned']\n"),
          ["check-params"], "could not determine a constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.system'"),
+    Case("params: ids and paths", "yaml-alias", "a task's hparams written as an alias of another's",
+         params_text(lambda text: text.replace("  mrpc:      {", "  mrpc: *sst2\n  unused:    {").replace(
+             "  sst2:      {", "  sst2: &sst2 {")), ["check-params"],
+         "params.yaml:118: *sst2 repeats the values anchored &sst2, which `dvc exp run -S` would leave unchanged there"),
     Case("params: ids and paths", "local-without-path", "data.source local without data.dir",
          params_with(lambda tree: tree["data"].update(source="local", dir="")), ["check-params"],
          "data.source is local but data.dir is empty"),

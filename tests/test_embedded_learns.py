@@ -3,7 +3,9 @@ must not end as a constant predictor, nor at the score of one.
 
 The backbone has the embedded profile's shape but no MLM pre-training and a vocabulary learned from the task's
 own text (seconds to build); the task data is the profile's synthetic stand-in at a reduced size. The hparams
-block (lr, batch size, epochs, lengths) is the profile's own, so a recipe that collapses to one class fails here.
+block (lr, batch size, epochs, lengths) is the profile's own, so a recipe that collapses to one class, or barely
+leaves chance, fails here. Pair tasks (MRPC, QQP) are not covered: at this size and without MLM they stay at a
+constant's score under every recipe tried, so they say nothing here (the committed reports check them).
 """
 
 from __future__ import annotations
@@ -39,6 +41,11 @@ def _backbone(profile: dict, corpus: Path, out: Path) -> Path:
     return out
 
 
+# above the constant predictor by at least (the profile scores SST-2 accuracy 0.82 and CoLA MCC 0.12 here; three
+# epochs of 32 at 5e-4 cut to two scored SST-2 0.515, which this must refuse)
+MARGINS = {"sst2": 0.10, "cola": 0.05}
+
+
 @pytest.mark.parametrize("name", ["sst2", "cola"])
 def test_embedded_baseline_is_not_a_constant_predictor(profile, tmp_path, name):
     task = get_task(name)
@@ -56,3 +63,4 @@ def test_embedded_baseline_is_not_a_constant_predictor(profile, tmp_path, name):
     run = read_run(run_dir, "glue", "tiny", name, "baseline", 1)
     check = check_run(run, task.selection_split, task.main_metric)
     assert not check.flagged, check.describe()
+    assert check.score >= check.trivial + MARGINS[name], f"{check.score} < {check.trivial} + {MARGINS[name]}"

@@ -260,12 +260,25 @@ from spanft.params import ids  # noqa: E402
 from spanft.params.load import parse_params  # noqa: E402
 
 
-def test_dvc_exp_run_floats_are_numbers_everywhere(tmp_path):
-    text = (ROOT / "params.yaml").read_text(encoding="utf-8").replace("lr: 7.0e-4", "lr: 3e-05")
-    (tmp_path / "params.yaml").write_text(text, encoding="utf-8")
+def test_dvc_exp_run_sets_every_hparams_block_and_its_floats_are_numbers(tmp_path):
+    from dvc.utils.hydra import apply_overrides  # what `dvc exp run -S` calls
+
+    shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
+    before = load_params(tmp_path / "params.yaml")["hparams"]
+    apply_overrides(str(tmp_path / "params.yaml"), [f"hparams.{task}.lr=3e-5" for task in before])
+    assert "lr: 3e-05" in (tmp_path / "params.yaml").read_text(encoding="utf-8")  # as DVC writes it
     tree = check_params_file(tmp_path / "params.yaml")
-    assert tree["hparams"]["cola"]["lr"] == 3e-05
-    assert load_hparams(f"{tmp_path / 'params.yaml'}:hparams.snli")["lr"] == 3e-05  # one block, aliased by all
+    for task, block in before.items():  # a block behind a YAML alias would keep its old lr here
+        assert tree["hparams"][task] == {**block, "lr": 3e-05}, task
+        assert load_hparams(f"{tmp_path / 'params.yaml'}:hparams.{task}")["lr"] == 3e-05
+
+
+@pytest.mark.parametrize("text, line", [("a: &x {b: 1}\nc: *x\n", 2), ("a: &x {b: 1}\nc:\n  d: 2\n  <<: *x\n", 4)])
+def test_a_yaml_alias_is_an_error_naming_its_line(tmp_path, text, line):
+    (tmp_path / "params.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(SpanftError, match=rf"params.yaml:{line}: \*x repeats the values anchored &x, which "
+                                          r"`dvc exp run -S` would leave unchanged there"):
+        load_params(tmp_path / "params.yaml")
 
 
 FLOAT_TEXTS = st.floats(min_value=1e-12, max_value=1e12).flatmap(lambda x: st.sampled_from(

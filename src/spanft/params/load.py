@@ -1,9 +1,11 @@
 """Reading a params file (YAML) with one-line errors, and looking up dotted keys in it.
 
-One loader for every params file: PyYAML's safe loader (no tags that build Python objects) with two
+One loader for every params file: PyYAML's safe loader (no tags that build Python objects) with three
 changes. Numbers in exponent form without a dot (``3e-05``, what ``dvc exp run -S lr=3e-5`` writes) are
 floats, as in YAML 1.2, where YAML 1.1 would read a string. A key given twice in one mapping is an error
-naming both lines, where YAML would silently keep the last.
+naming both lines, where YAML would silently keep the last. An alias (``*name``, ``<<: *name``) is an error:
+``dvc exp run -S`` leaves a value reached through an alias as it was, without a word, so the experiment would
+run with the old value.
 """
 
 from __future__ import annotations
@@ -24,8 +26,20 @@ log = logging.getLogger("spanft")
 _EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE][-+]?[0-9]+$")
 
 
+class _AliasInParams(yaml.YAMLError):
+    def __init__(self, event: yaml.AliasEvent) -> None:
+        super().__init__(event.anchor)
+        self.anchor = event.anchor
+        self.line = event.start_mark.line + 1
+
+
 class ParamsLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that reads ``3e-05`` as a float and refuses duplicate keys."""
+    """``yaml.SafeLoader`` that reads ``3e-05`` as a float and refuses duplicate keys and aliases."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            raise _AliasInParams(self.peek_event())
+        return super().compose_node(parent, index)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: dict[Any, int] = {}
@@ -53,6 +67,9 @@ def parse_params(text: str, path: str | Path) -> Any:
     """The YAML document in ``text`` (read from ``path``), with errors naming ``path:line``."""
     try:
         return yaml.load(text, Loader=ParamsLoader)  # noqa: S506 - a SafeLoader subclass
+    except _AliasInParams as exc:
+        raise SpanftError(f"{where(path, exc.line)}: *{exc.anchor} repeats the values anchored &{exc.anchor}, "
+                          "which `dvc exp run -S` would leave unchanged there: write the values out") from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
