@@ -115,7 +115,7 @@ def test_errors_name_the_file_once_where_params_are_read(tmp_path):
                    encoding="utf-8")
     with pytest.raises(SpanftError) as error:
         load_plan(bad)
-    assert str(error.value) == f"{bad}: hparams.cola.batch_size: must be at least 1, found 0"
+    assert str(error.value) == f"{bad}: hparams.sst2.batch_size: must be at least 1, found 0"  # the first block
     plan = load_plan(ROOT / "params.yaml")
     with pytest.raises(SpanftError, match=rf"^{ROOT / 'params.yaml'}: studies.glue plans no run tiny/cola/sf/seed9$"):
         plan.find_run("glue", "tiny", "cola", "sf", 9)
