@@ -108,18 +108,3 @@ def _sigterm_raises() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
-
-
-def quiet_worker_signals() -> None:
-    """In a worker process: Ctrl-C is ignored and SIGTERM ends it silently; the parent reports once.
-
-    SIGTERM exits by an exception, not by the default action: a worker waiting for its next task holds the
-    pool's task-queue lock, and one killed outright keeps it for ever, so the parent's ``Pool.terminate()``
-    would wait on it for ever (a SIGTERM sent to the whole process group hung ``count-ngrams``).
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, _exit_quietly)
-
-
-def _exit_quietly(signum: int, frame) -> None:
-    raise SystemExit(128 + signum)

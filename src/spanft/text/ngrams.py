@@ -1,7 +1,7 @@
 """Word n-gram counting at corpus scale, and dictionaries (the top-K n-grams of a counts file).
 
 Counting never builds a Python dict of distinct n-grams. Words are integer-encoded (chunks of the
-corpus tokenised in a process pool), then counted order by order with numpy:
+corpus tokenised in worker processes, :mod:`spanft.text.parallel`), then counted order by order with numpy:
 
 * a stream ``ids`` holds one word id per token and ``-1`` for barriers (line ends and tokens with
   no letter or digit), so no n-gram crosses a barrier;
@@ -14,8 +14,8 @@ corpus tokenised in a process pool), then counted order by order with numpy:
 
 from __future__ import annotations
 
+import functools
 import logging
-import multiprocessing
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,8 +24,9 @@ from typing import Iterator, Sequence
 import numpy as np
 from tqdm import tqdm
 
-from spanft.errors import SpanftError, quiet_worker_signals, where
+from spanft.errors import SpanftError, where
 from spanft.fileio import atomic_open, check_output, require_file
+from spanft.text.parallel import ordered_map
 from spanft.text.words import WordTokenizer, has_letter_or_digit
 
 log = logging.getLogger("spanft")
@@ -110,20 +111,6 @@ def _encode_chunk(chunk: _Chunk, tokenizer: WordTokenizer) -> _EncodedChunk:
     return result
 
 
-_WORKER_TOKENIZER: WordTokenizer | None = None
-
-
-def _init_worker(tokenizer: WordTokenizer) -> None:
-    global _WORKER_TOKENIZER
-    quiet_worker_signals()  # on Ctrl-C or SIGTERM the parent reports once; workers print no traceback
-    _WORKER_TOKENIZER = tokenizer
-
-
-def _encode_chunk_in_worker(chunk: _Chunk) -> _EncodedChunk:
-    assert _WORKER_TOKENIZER is not None
-    return _encode_chunk(chunk, _WORKER_TOKENIZER)
-
-
 class _Vocabulary:
     """Global word ids; words without a letter or digit (and the line end) map to the barrier -1."""
 
@@ -155,7 +142,7 @@ def encode_corpus(
     chunk_bytes: int = CHUNK_BYTES,
     progress: bool = True,
 ) -> EncodedCorpus:
-    """Tokenise and integer-encode corpus files (one paragraph a line), chunks in a process pool."""
+    """Tokenise and integer-encode corpus files (one paragraph a line), chunks in worker processes."""
     files = [require_file(path, "corpus file") for path in paths]
     chunks = [chunk for path in files for chunk in _plan_chunks(path, chunk_bytes)]
     total_bytes = sum(chunk.end - chunk.start for chunk in chunks)
@@ -164,8 +151,10 @@ def encode_corpus(
     vocab = _Vocabulary()
     pieces: list[np.ndarray] = []
     lines_before = {str(path): 0 for path in files}
-    with tqdm(total=total_bytes, unit="B", unit_scale=True, desc="encode", disable=not progress) as bar:
-        for chunk, encoded in zip(chunks, _map_chunks(chunks, tokenizer, workers)):
+    encode = functools.partial(_encode_chunk, tokenizer=tokenizer)
+    with (tqdm(total=total_bytes, unit="B", unit_scale=True, desc="encode", disable=not progress) as bar,
+          ordered_map(encode, chunks, workers) as encoded_chunks):
+        for chunk, encoded in zip(chunks, encoded_chunks):
             if encoded.error_line is not None:
                 line = lines_before[chunk.path] + encoded.error_line
                 raise SpanftError(f"{where(chunk.path, line)}: {encoded.error_message}")
@@ -174,15 +163,6 @@ def encode_corpus(
             bar.update(encoded.bytes)
     ids = np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int32)
     return EncodedCorpus(ids, vocab.words, lines=sum(lines_before.values()), words=int(np.count_nonzero(ids >= 0)))
-
-
-def _map_chunks(chunks: list[_Chunk], tokenizer: WordTokenizer, workers: int) -> Iterator[_EncodedChunk]:
-    if workers <= 1 or len(chunks) <= 1:
-        yield from (_encode_chunk(chunk, tokenizer) for chunk in chunks)
-        return
-    context = multiprocessing.get_context("fork" if "fork" in multiprocessing.get_all_start_methods() else None)
-    with context.Pool(workers, initializer=_init_worker, initargs=(tokenizer,)) as pool:
-        yield from pool.imap(_encode_chunk_in_worker, chunks, chunksize=1)
 
 
 # ----------------------------------------------------------------------------------------------
