@@ -218,7 +218,11 @@ def test_repro_runs_to_every_report(real):
     for number in range(1, 9):
         assert (tables / f"table{number}.md").stat().st_size > 0
     cost = (tables / "table3.md").read_text(encoding="utf-8")
-    assert "timed side by side (mean over" in cost and "not measured" not in cost
+    # the step_cost stage timed every task; under a busy suite the timing may have waited for a core, and the
+    # table must then say "contended" rather than draw a ratio from it
+    assert "not measured" not in cost
+    assert (re.search(r"timed side by side \(mean over [1-3] of 3 tasks(\)|; left out, contended: )", cost)
+            or "no step-time figure (every task left out, contended: cola, mrpc, rte)" in cost), cost
     index = (project / "reports" / "index.md").read_text(encoding="utf-8")
     assert index.startswith("Profile: small") and "# Summary" in index
     assert (project / "reports" / "figures" / "figure3.png").read_bytes()[:4] == b"\x89PNG"
