@@ -238,6 +238,20 @@ PARAM_VALUES = st.one_of(JSON_VALUES, st.integers(-3, 3), st.sampled_from(
      [1, 1], ["tiny"], ["cola", "cola"], {"source": "hub", "hub_id": "a/b"}, {"source": "local"}]))
 
 
+@pytest.mark.parametrize("breaker", ["\x85", "\u2028", "\n", "\r", "\x1b[31m"])
+def test_a_key_holding_a_line_break_is_named_on_one_line(breaker):
+    """Python's splitlines breaks at U+0085 and U+2028 too: a key quoted in the message is shown escaped."""
+    for parent in (("backbones", "build", "tiny"), ("backbones", "build")):
+        tree = copy.deepcopy(PARAMS)
+        node = tree
+        for key in parent[:-1]:
+            node = node[key]
+        node[parent[-1]] = {**node[parent[-1]], breaker: None} if parent[-1] == "tiny" else {breaker: None}
+        with pytest.raises(SpanftError) as raised:
+            check_params(tree, "params.yaml")
+        assert len(str(raised.value).splitlines()) == 1 and ascii(breaker)[1:-1] in str(raised.value)
+
+
 @FUZZ
 @given(path=st.sampled_from(PARAM_PATHS), value=PARAM_VALUES, delete=st.booleans())
 def test_check_params_on_changed_trees(path, value, delete):

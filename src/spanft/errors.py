@@ -13,7 +13,11 @@ from typing import Callable, Iterator
 
 
 class SpanftError(Exception):
-    """A mistake in the user's input (file, key, value). The message names what is wrong."""
+    """A mistake in the user's input (file, key, value). The message names what is wrong, on one line: whatever
+    of the user's text it quotes (a key holding U+0085, a value with a line feed) is shown escaped."""
+
+    def __str__(self) -> str:
+        return one_line(super().__str__())
 
 
 class Terminated(BaseException):
