@@ -32,3 +32,18 @@ def _hub_mode_restored(monkeypatch):
         return
     for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"):
         monkeypatch.setattr(datasets.config, name, getattr(datasets.config, name))
+
+
+# How xdist spreads the suite (pyproject: -n 4 --dist loadgroup). A file's tests stay together on one worker,
+# because module fixtures are built once per process; the files below each run a whole `dvc repro` in theirs
+# (3-5 min of a busy worker) and go first, so that no worker picks one up near the end while the others idle.
+# The bad-input cases share nothing, and are spread case by case to fill the gaps.
+START_FIRST = ("test_graph.py", "test_fanout.py", "test_real_path.py")
+CASE_BY_CASE = frozenset({"test_bad_input.py"})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.path.name not in CASE_BY_CASE:
+            item.add_marker(pytest.mark.xdist_group(item.path.name))
+    items.sort(key=lambda item: item.path.name not in START_FIRST)  # a stable sort: the rest keep their order

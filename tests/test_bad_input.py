@@ -760,6 +760,24 @@ def test_each_mistake_gives_one_line_and_changes_nothing(case: Case, tmp_path: P
     assert snapshot(tmp_path) == before, "nothing may be written, removed or left behind"
 
 
+@pytest.mark.parametrize("closed", [(2,), (0, 1, 2)], ids=["stderr", "all three"])
+def test_a_command_started_with_closed_standard_streams_still_works(tmp_path: Path, closed: tuple[int, ...]):
+    """`2>&-`: the first file a command opens would take the closed descriptor, and the progress bar or the error
+    line would go into it, or fail; the output must be what it is with the streams open, and a mistake still exits 2."""
+    (tmp_path / "corpus.txt").write_text("the cat sat on the mat\nthe cat sat\n" * 50, encoding="utf-8")
+
+    def run(out: str, corpus: str = "corpus.txt", close: tuple[int, ...] = closed) -> int:
+        argv = [sys.executable, "-m", "spanft.cli", "count-ngrams", corpus, "--out", out, "--min-count", "2"]
+        return subprocess.run(argv, cwd=tmp_path, timeout=120, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              preexec_fn=lambda: [os.close(fd) for fd in close]).returncode
+
+    assert run("open.tsv", close=()) == 0
+    assert run("closed.tsv") == 0
+    assert (tmp_path / "closed.tsv").read_bytes() == (tmp_path / "open.tsv").read_bytes()
+    assert run("missing.tsv", corpus="nope.txt") == 2
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["closed.tsv", "corpus.txt", "open.tsv"]
+
+
 def test_every_class_of_the_issue_has_rows():
     kinds = {case.kind for case in CASES}
     assert kinds == {"outputs", "params: ids and paths", "params: values", "inputs", "system errors", "lines",

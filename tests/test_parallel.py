@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import subprocess
@@ -34,9 +35,26 @@ def _die_on_three(x: int) -> int:
     return x
 
 
+_EARLIER: set[int] = set()  # children of this test process from before the test (another test's leftovers)
+
+
 def _children() -> list[psutil.Process]:
-    return [child for child in psutil.Process().children(recursive=True) if child.is_running()
-            and child.status() != psutil.STATUS_ZOMBIE]
+    """The live child processes the current test started."""
+    alive = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.pid not in _EARLIER and child.status() != psutil.STATUS_ZOMBIE:
+                alive.append(child)
+        except psutil.NoSuchProcess:
+            pass
+    return alive
+
+
+@pytest.fixture(autouse=True)
+def _only_this_tests_children():
+    _EARLIER.clear()
+    _EARLIER.update(child.pid for child in psutil.Process().children(recursive=True))
+    yield
 
 
 @settings(max_examples=15, deadline=None)
@@ -69,6 +87,42 @@ def test_a_worker_killed_mid_way_is_an_error_not_a_hang():
     assert _children() == []
 
 
+def _big(x: int) -> bytes:
+    return bytes(4 << 20)  # far more than a pipe holds: the worker waits in send until the parent reads
+
+
+def test_a_worker_killed_half_way_through_sending_is_named():
+    with ordered_map(_big, [0, 1], 2) as results:
+        assert len(next(results)) == 4 << 20
+        deadline = time.monotonic() + 30
+        while len(_children()) > 1 and time.monotonic() < deadline:  # the first worker ends after its one item
+            time.sleep(0.01)
+        [second] = _children()
+        while second.status() != psutil.STATUS_SLEEPING and time.monotonic() < deadline:  # blocked in send
+            time.sleep(0.01)
+        time.sleep(0.2)
+        second.kill()
+        with pytest.raises(SpanftError, match=r"spanft-worker-2 ended before sending its results \(killed by SIGKILL"):
+            next(results)
+    assert _children() == []
+
+
+def test_a_signal_while_a_worker_starts_still_reaps_it(monkeypatch):
+    """Ctrl-C held while a worker forks arrives just after: that worker is stopped too."""
+    context = multiprocessing.get_context("fork")
+    start = context.Process.start
+
+    def start_then_interrupt(self):
+        start(self)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    monkeypatch.setattr(context.Process, "start", start_then_interrupt)
+    with pytest.raises(KeyboardInterrupt):
+        with ordered_map(_square_with_pid, list(range(10)), 2) as results:
+            list(results)
+    assert _children() == []
+
+
 def test_leaving_early_stops_and_reaps_every_worker():
     with ordered_map(_square_with_pid, list(range(100_000)), 3) as results:  # more than their pipes hold
         assert next(results)[0] == 0
@@ -91,14 +145,18 @@ PARENT = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
-def test_workers_do_not_outlive_their_parent(signum):
-    """Whatever ends the parent (even SIGKILL, which runs no cleanup), no worker is left waiting for ever."""
+@pytest.mark.parametrize("signum, stopped", [(signal.SIGKILL, False), (signal.SIGTERM, False),
+                                             (signal.SIGINT, False), (signal.SIGKILL, True)])
+def test_workers_do_not_outlive_their_parent(signum, stopped):
+    """Whatever ends the parent (even SIGKILL, which runs no cleanup), no worker is left behind, not even one
+    stopped (SIGSTOP) at the time, which would never reach its next send."""
     parent = subprocess.Popen([sys.executable, "-c", PARENT], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True, start_new_session=True)
     assert parent.stdout.readline() == "running\n"
     workers = psutil.Process(parent.pid).children()
     assert len(workers) == 2
+    if stopped:
+        workers[0].suspend()
     os.kill(parent.pid, signum)  # the parent alone: a terminal's Ctrl-C would reach the workers too
     parent.wait(timeout=30)
     gone, alive = psutil.wait_procs(workers, timeout=30)

@@ -281,6 +281,12 @@ def test_a_yaml_alias_is_an_error_naming_its_line(tmp_path, text, line):
         load_params(tmp_path / "params.yaml")
 
 
+def test_an_alias_without_its_anchor_is_named_as_such(tmp_path):
+    (tmp_path / "params.yaml").write_text("a: {b: 1}\nc: *x\n", encoding="utf-8")
+    with pytest.raises(SpanftError, match=r"/params.yaml:2: \*x names no anchor \(no &x before it\)$"):
+        load_params(tmp_path / "params.yaml")
+
+
 FLOAT_TEXTS = st.floats(min_value=1e-12, max_value=1e12).flatmap(lambda x: st.sampled_from(
     [f"{x:e}", f"{x:.0e}", f"{x:E}", f"{x:g}", repr(x), f"-{x:.2e}", f"+{x:.1e}"]))
 

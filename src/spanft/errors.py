@@ -63,6 +63,39 @@ def describe_os_error(exc: OSError) -> str:
     return f"{' -> '.join(paths)}: {reason}" if paths else reason
 
 
+def open_missing_standard_streams() -> None:
+    """Give a command started with stdin, stdout or stderr closed (``2>&-``) /dev/null there.
+
+    Otherwise the first file it opens takes that descriptor, and what goes to the stream (a progress bar, a
+    library's warning written from C) lands in the file; and Python's ``sys.stderr`` is None, on which a
+    progress bar fails. Entry points call this before anything opens a file or sets up logging.
+    """
+    for fd in (0, 1, 2):
+        if not _usable(fd):
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+    for name, fd, mode in (("stdin", 0, "r"), ("stdout", 1, "w"), ("stderr", 2, "w")):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(fd, mode, encoding="utf-8", errors="backslashreplace", closefd=False))
+
+
+def _usable(fd: int) -> bool:
+    """Open, and open for writing where it is an output (a shell's ``2>&-`` may leave a read-only file there)."""
+    try:
+        import fcntl  # POSIX
+    except ImportError:
+        fcntl = None
+    try:
+        if fcntl is None:
+            return os.fstat(fd) is not None
+        mode = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE
+    except OSError:
+        return False
+    return fd == 0 or mode in (os.O_WRONLY, os.O_RDWR)
+
+
 def run_command(body: Callable[[], int | None]) -> int:
     """Run an entry point's body; every mistake the user can make ends as one ``spanft: error:`` line.
 
@@ -87,7 +120,8 @@ def run_command(body: Callable[[], int | None]) -> int:
 
 
 def _fail(message: str, status: int) -> int:
-    print(f"spanft: error: {one_line(message)}", file=sys.stderr)
+    with contextlib.suppress(OSError, ValueError):  # no stderr to tell it on: the exit status still does
+        print(f"spanft: error: {one_line(message)}", file=sys.stderr)
     return status
 
 

@@ -13,7 +13,7 @@ import sys
 from typing import Sequence
 
 from spanft.cli import cluster, data, model, params, report, text, train
-from spanft.errors import run_command
+from spanft.errors import open_missing_standard_streams, run_command
 
 COMMANDS = [data.add_corpus, text.add_count_ngrams, text.add_build_dict, text.add_segment, model.add_backbone,
             train.add_finetune, data.add_describe, data.add_prepare_task, report.add_submission,
@@ -32,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    open_missing_standard_streams()
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.WARNING if args.quiet else logging.INFO,

@@ -27,10 +27,17 @@ _EXPONENT_FLOAT = re.compile(r"^[-+]?(?:[0-9][0-9_]*(?:\.[0-9_]*)?|\.[0-9_]+)[eE
 
 
 class _AliasInParams(yaml.YAMLError):
-    def __init__(self, event: yaml.AliasEvent) -> None:
+    def __init__(self, event: yaml.AliasEvent, defined: bool) -> None:
         super().__init__(event.anchor)
         self.anchor = event.anchor
         self.line = event.start_mark.line + 1
+        self.defined = defined
+
+    def message(self, path: str | Path) -> str:
+        if not self.defined:
+            return f"{where(path, self.line)}: *{self.anchor} names no anchor (no &{self.anchor} before it)"
+        return (f"{where(path, self.line)}: *{self.anchor} repeats the values anchored &{self.anchor}, which "
+                "`dvc exp run -S` would leave unchanged there: write the values out")
 
 
 class ParamsLoader(yaml.SafeLoader):
@@ -38,7 +45,8 @@ class ParamsLoader(yaml.SafeLoader):
 
     def compose_node(self, parent, index):
         if self.check_event(yaml.AliasEvent):
-            raise _AliasInParams(self.peek_event())
+            event = self.peek_event()
+            raise _AliasInParams(event, defined=event.anchor in self.anchors)
         return super().compose_node(parent, index)
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
@@ -68,8 +76,7 @@ def parse_params(text: str, path: str | Path) -> Any:
     try:
         return yaml.load(text, Loader=ParamsLoader)  # noqa: S506 - a SafeLoader subclass
     except _AliasInParams as exc:
-        raise SpanftError(f"{where(path, exc.line)}: *{exc.anchor} repeats the values anchored &{exc.anchor}, "
-                          "which `dvc exp run -S` would leave unchanged there: write the values out") from None
+        raise SpanftError(exc.message(path)) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
