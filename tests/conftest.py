@@ -42,6 +42,7 @@ START_FIRST = ("test_graph.py", "test_fanout.py", "test_real_path.py")
 CASE_BY_CASE = frozenset({"test_bad_input.py"})
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
 def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name not in CASE_BY_CASE:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -359,6 +360,31 @@ def test_a_stopped_command_takes_its_whole_process_group_with_it(tmp_path):
     assert caller.wait(timeout=30) == 143
     gone = not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE
     assert gone, "the grandchild outlived its stopped caller"
+
+
+def test_a_sigterm_while_the_command_starts_still_stops_its_group(tmp_path):
+    """The signal lands inside Popen (after the fork, before Popen returns): the command must still be stopped."""
+    import psutil
+
+    pid_file = tmp_path / "grandchild.pid"
+    script = ("import os, signal, subprocess, sys, time\n"
+              "from spanft.cluster.processes import run_group\n"
+              "signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))\n"
+              "start = subprocess.Popen.__init__\n"
+              "def start_then_terminated(self, *args, **kwargs):\n"
+              "    start(self, *args, **kwargs)\n"
+              f"    while not os.path.getsize({str(pid_file)!r}) if os.path.exists({str(pid_file)!r}) else True:\n"
+              "        time.sleep(0.01)\n"
+              "    os.kill(os.getpid(), signal.SIGTERM)\n"
+              "subprocess.Popen.__init__ = start_then_terminated\n"
+              f"run_group(['bash', '-c', 'sleep 300 & echo $! > {pid_file}; wait'], '.')\n")
+    caller = subprocess.run([sys.executable, "-c", script], env={**os.environ, "PYTHONPATH": str(SRC)}, timeout=60)
+    assert caller.returncode == 143
+    grandchild = int(pid_file.read_text())
+    gone = not psutil.pid_exists(grandchild) or psutil.Process(grandchild).status() == psutil.STATUS_ZOMBIE
+    if not gone:
+        os.kill(grandchild, signal.SIGKILL)
+    assert gone, "the command outlived a caller stopped while it started"
 
 
 def test_the_time_limit_signal_reaches_submitit_only():

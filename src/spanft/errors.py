@@ -63,6 +63,30 @@ def describe_os_error(exc: OSError) -> str:
     return f"{' -> '.join(paths)}: {reason}" if paths else reason
 
 
+STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
+
+
+@contextlib.contextmanager
+def stop_signals_held() -> Iterator[None]:
+    """Hold Ctrl-C and SIGTERM while a child process starts: one arriving meanwhile is raised on leaving, when the
+    caller knows the child and can stop it (raised inside ``Popen``, it would leave the child running). The child
+    inherits the held mask and must release it itself (:func:`release_stop_signals`)."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+def release_stop_signals() -> None:
+    """In a child started under :func:`stop_signals_held`: take Ctrl-C and SIGTERM again."""
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
+
+
 def open_missing_standard_streams() -> None:
     """Give a command started with stdin, stdout or stderr closed (``2>&-``) /dev/null there.
 

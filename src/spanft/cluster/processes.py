@@ -16,6 +16,8 @@ import subprocess
 import time
 from pathlib import Path
 
+from spanft.errors import release_stop_signals, stop_signals_held
+
 GRACE_SECONDS = 20.0
 
 
@@ -27,15 +29,19 @@ def run_group(command: list[str], cwd: Path | str, env: dict | None = None,
     SLURM sends to every process of the job, is for submitit alone).
     """
     def child_setup() -> None:
+        release_stop_signals()
         for number in ignore:
             signal.signal(number, signal.SIG_IGN)
 
-    process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, start_new_session=True,
-                               preexec_fn=child_setup if ignore else None)
+    process = None
     try:
+        with stop_signals_held():  # a SIGTERM while Popen runs would leave the command running, unknown to us
+            process = subprocess.Popen(command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, start_new_session=True,
+                                       preexec_fn=child_setup)
         return process.wait()
     except BaseException:
-        stop_group(process)
+        if process is not None:
+            stop_group(process)
         raise
 
 

@@ -22,7 +22,7 @@ import sys
 from multiprocessing.connection import Connection
 from typing import Callable, Iterator, Sequence, TypeVar
 
-from spanft.errors import SpanftError
+from spanft.errors import SpanftError, release_stop_signals, stop_signals_held
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -54,7 +54,7 @@ def ordered_map(function: Callable[[Item], Result], items: Sequence[Item], worke
             process = context.Process(target=_serve, args=(function, items[w::workers], writer, inherited,
                                                            os.getpid()), name=f"spanft-worker-{w + 1}", daemon=True)
             try:
-                with _signals_held():  # a signal held meanwhile is raised on leaving: the worker is listed by then
+                with stop_signals_held():  # one held meanwhile is raised on leaving: the worker is listed by then
                     process.start()
                     processes.append(process)
             finally:
@@ -69,22 +69,7 @@ def ordered_map(function: Callable[[Item], Result], items: Sequence[Item], worke
             reader.close()
 
 
-_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 _PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
-
-
-@contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """Hold Ctrl-C and SIGTERM while a worker starts: a forked worker must not run the parent's handlers
-    before it installs its own (the parent's raise, and would print the worker's traceback)."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
-    try:
-        yield
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a signal held meanwhile arrives here
 
 
 def _serve(function: Callable, items: Sequence, writer: Connection, inherited: list[Connection],
@@ -92,8 +77,7 @@ def _serve(function: Callable, items: Sequence, writer: Connection, inherited: l
     """A worker's body: map its share of the items, one result per message."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the parent reports it once
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # a worker told to stop just stops: nothing to clean up
-    if hasattr(signal, "pthread_sigmask"):
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)  # held by the parent while it forked us
+    release_stop_signals()  # held by the parent while it forked us
     _die_with(parent)
     for connection in inherited:
         connection.close()
