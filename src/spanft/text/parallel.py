@@ -54,7 +54,9 @@ def ordered_map(function: Callable[[Item], Result], items: Sequence[Item], worke
             process = context.Process(target=_serve, args=(function, items[w::workers], writer, inherited,
                                                            os.getpid()), name=f"spanft-worker-{w + 1}", daemon=True)
             try:
-                with stop_signals_held():  # one held meanwhile is raised on leaving: the worker is listed by then
+                # a signal held meanwhile is raised on leaving, with the worker listed (one that another thread
+                # takes is raised at once; the worker then ends at its next send or with this process)
+                with stop_signals_held():
                     process.start()
                     processes.append(process)
             finally:
