@@ -778,6 +778,22 @@ def test_a_command_started_with_closed_standard_streams_still_works(tmp_path: Pa
     assert sorted(path.name for path in tmp_path.iterdir()) == ["closed.tsv", "corpus.txt", "open.tsv"]
 
 
+@pytest.mark.parametrize("stdout", ["closed", "read-only"])
+def test_a_result_for_stdout_that_cannot_go_there_is_an_error_not_lost(tmp_path: Path, stdout: str):
+    """`spanft segment` delivers its result on stdout: with stdout closed (`>&-`) or open read-only it must fail
+    with one line and exit 2, as `echo hi >&-` fails, never exit 0 with the result gone."""
+    (tmp_path / "in.txt").write_text("the cat sat on the mat\n", encoding="utf-8")
+    (tmp_path / "d.tsv").write_text("the cat\t5\n", encoding="utf-8")
+    argv = [sys.executable, "-m", "spanft.cli", "segment", "--dict", "d.tsv", "in.txt"]
+    with open(tmp_path / "in.txt", "rb") as read_only:
+        done = subprocess.run(argv, cwd=tmp_path, timeout=120, stderr=subprocess.PIPE, text=True,
+                              stdout=read_only if stdout == "read-only" else None,
+                              preexec_fn=(lambda: os.close(1)) if stdout == "closed" else None)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "spanft: error: <stdout>: Bad file descriptor (while writing the spans)\n"
+    assert (tmp_path / "in.txt").read_text(encoding="utf-8") == "the cat sat on the mat\n"
+
+
 def test_every_class_of_the_issue_has_rows():
     kinds = {case.kind for case in CASES}
     assert kinds == {"outputs", "params: ids and paths", "params: values", "inputs", "system errors", "lines",

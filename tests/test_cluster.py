@@ -362,14 +362,18 @@ def test_a_stopped_command_takes_its_whole_process_group_with_it(tmp_path):
     assert gone, "the grandchild outlived its stopped caller"
 
 
-def test_a_sigterm_while_the_command_starts_still_stops_its_group(tmp_path):
-    """The signal lands inside Popen (after the fork, before Popen returns): the command must still be stopped."""
+@pytest.mark.parametrize("threads", [1, 2], ids=["one thread", "a second thread"])
+def test_a_sigterm_while_the_command_starts_still_stops_its_group(tmp_path, threads):
+    """The signal lands inside Popen (after the fork, before Popen returns): the command must still be stopped,
+    also when another thread of the caller (a progress bar's monitor, a library's) is the one that receives it."""
     import psutil
 
     pid_file = tmp_path / "grandchild.pid"
-    script = ("import os, signal, subprocess, sys, time\n"
+    script = ("import os, signal, subprocess, sys, threading, time\n"
               "from spanft.cluster.processes import run_group\n"
               "signal.signal(signal.SIGTERM, lambda *a: sys.exit(143))\n"
+              f"for _ in range({threads} - 1):\n"
+              "    threading.Thread(target=time.sleep, args=(120,), daemon=True).start()\n"
               "start = subprocess.Popen.__init__\n"
               "def start_then_terminated(self, *args, **kwargs):\n"
               "    start(self, *args, **kwargs)\n"

@@ -83,6 +83,16 @@ def test_a_temporary_name_never_stands_in_for_the_output(tmp_path_factory, name,
     assert str(caught.value) == f"{target}: not what was expected"
 
 
+@pytest.mark.parametrize("odd", ["\t", "\x85", "\u2028"])
+def test_a_temporary_name_is_replaced_even_in_a_path_that_is_shown_escaped(tmp_path, odd):
+    target = tmp_path / f"a{odd}b" / "out.tsv"
+    target.parent.mkdir()
+    with pytest.raises(SpanftError) as caught:
+        with atomic_path(target) as tmp:
+            raise SpanftError(f"{tmp}: not what was expected")
+    assert str(caught.value) == one_line(f"{target}: not what was expected")
+
+
 @pytest.mark.parametrize("key", ["dict\u200b_size", "dict_size\x1b[2J", "\u202edict_size", "a" * 100_000],
                          ids=["zero-width-space", "esc-sequence", "bidi-override", "100k-key"])
 def test_check_params_prints_one_readable_line(tmp_path, key):

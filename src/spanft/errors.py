@@ -16,8 +16,13 @@ class SpanftError(Exception):
     """A mistake in the user's input (file, key, value). The message names what is wrong, on one line: whatever
     of the user's text it quotes (a key holding U+0085, a value with a line feed) is shown escaped."""
 
+    @property
+    def message(self) -> str:
+        """The message as raised, unescaped: for code that rewrites it (a temporary path into the target's)."""
+        return super().__str__()
+
     def __str__(self) -> str:
-        return one_line(super().__str__())
+        return one_line(self.message)
 
 
 class Terminated(BaseException):
@@ -69,16 +74,28 @@ STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
 @contextlib.contextmanager
 def stop_signals_held() -> Iterator[None]:
     """Hold Ctrl-C and SIGTERM while a child process starts: one arriving meanwhile is raised on leaving, when the
-    caller knows the child and can stop it (raised inside ``Popen``, it would leave the child running). The child
-    inherits the held mask and must release it itself (:func:`release_stop_signals`)."""
-    if not hasattr(signal, "pthread_sigmask"):
-        yield
-        return
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    caller knows the child and can stop it (raised inside ``Popen``, it would leave the child running).
+
+    Two holds, because the mask is per thread: this thread blocks the signals (a forked child inherits that and
+    releases it itself, :func:`release_stop_signals`, once its own handlers are set), and in the main thread the
+    Python handlers are swapped for ones that only take note, for a signal that another thread received.
+    """
+    noted: list[int] = []
+    swapped = {}
+    if threading.current_thread() is threading.main_thread():
+        swapped = {number: signal.signal(number, lambda signum, frame: noted.append(signum)) for number in STOP_SIGNALS}
+    masked = hasattr(signal, "pthread_sigmask")
+    previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS) if masked else None
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+        if masked:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)  # one held by the mask is noted now
+        for number, handler in swapped.items():
+            if handler is not None:  # None: a handler not set from Python, which cannot be put back
+                signal.signal(number, handler)
+        if noted:
+            signal.raise_signal(noted[0])  # to the caller's own handler, now back in place
 
 
 def release_stop_signals() -> None:
@@ -88,36 +105,42 @@ def release_stop_signals() -> None:
 
 
 def open_missing_standard_streams() -> None:
-    """Give a command started with stdin, stdout or stderr closed (``2>&-``) /dev/null there.
+    """Put /dev/null where a command was started with stdin, stdout or stderr closed (``2>&-``).
 
-    Otherwise the first file it opens takes that descriptor, and what goes to the stream (a progress bar, a
-    library's warning written from C) lands in the file; and Python's ``sys.stderr`` is None, on which a
-    progress bar fails. Entry points call this before anything opens a file or sets up logging.
+    Otherwise the first file the command opens takes that descriptor, and whatever goes to the stream (a
+    progress bar, a library's warning written from C) lands in that file. A closed stdin reads as empty;
+    stderr, which only carries diagnostics, writes to /dev/null when closed or not writable; a closed stdout
+    gets /dev/null opened read-only, so a command whose result goes to stdout still fails with one line
+    (as ``echo hi >&-`` does) instead of losing its result. Entry points call this before anything opens a file
+    or sets up logging.
     """
-    for fd in (0, 1, 2):
-        if not _usable(fd):
-            null = os.open(os.devnull, os.O_RDWR)
-            if null != fd:
-                os.dup2(null, fd)
-                os.close(null)
+    for fd, mode in ((0, os.O_RDONLY), (1, os.O_RDONLY), (2, os.O_WRONLY)):
+        if _is_open(fd) and (fd != 2 or _is_writable(fd)):
+            continue
+        null = os.open(os.devnull, mode)  # the lowest free descriptor: ``fd`` itself when it is closed
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
     for name, fd, mode in (("stdin", 0, "r"), ("stdout", 1, "w"), ("stderr", 2, "w")):
-        if getattr(sys, name) is None:
+        if getattr(sys, name) is None:  # Python leaves a stream it found closed at start as None
             setattr(sys, name, open(fd, mode, encoding="utf-8", errors="backslashreplace", closefd=False))
 
 
-def _usable(fd: int) -> bool:
-    """Open, and open for writing where it is an output (a shell's ``2>&-`` may leave a read-only file there)."""
+def _is_open(fd: int) -> bool:
     try:
-        import fcntl  # POSIX
-    except ImportError:
-        fcntl = None
-    try:
-        if fcntl is None:
-            return os.fstat(fd) is not None
-        mode = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE
+        os.fstat(fd)
     except OSError:
         return False
-    return fd == 0 or mode in (os.O_WRONLY, os.O_RDWR)
+    return True
+
+
+def _is_writable(fd: int) -> bool:
+    """False for a descriptor open read-only (a shell's ``2>&-`` under a script launcher can leave one there)."""
+    try:
+        import fcntl  # POSIX only; elsewhere an open descriptor is taken as it is
+    except ImportError:
+        return True
+    return fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE in (os.O_WRONLY, os.O_RDWR)
 
 
 def run_command(body: Callable[[], int | None]) -> int:
@@ -144,6 +167,10 @@ def run_command(body: Callable[[], int | None]) -> int:
 
 
 def _fail(message: str, status: int) -> int:
+    try:  # what the command printed before it failed still goes out...
+        sys.stdout.flush()
+    except (OSError, ValueError):  # ...unless stdout is what failed: then the exit's own flush must not fail again
+        _silence_stdout()
     with contextlib.suppress(OSError, ValueError):  # no stderr to tell it on: the exit status still does
         print(f"spanft: error: {one_line(message)}", file=sys.stderr)
     return status

@@ -202,8 +202,8 @@ def atomic_path(target: str | os.PathLike, *, inputs: Inputs = (), made_by: str 
                 raise SpanftError(f"{_as_target(describe_os_error(exc), tmp, target)} (while writing it)") from None
             raise
         except SpanftError as exc:
-            if str(tmp) in str(exc):
-                raise SpanftError(_as_target(str(exc), tmp, target)) from None
+            if str(tmp) in exc.message:
+                raise SpanftError(_as_target(exc.message, tmp, target)) from None
             raise
         _finish(tmp, target, made_by)
         check_output(target, inputs=inputs, made_by=made_by)
@@ -226,7 +226,7 @@ def _written_through(target: Path) -> Iterator[Path]:
                 raise SpanftError(f"{target}: {_as_target(describe_os_error(exc), tmp, target)} (while writing it)") from None
             raise
         except SpanftError as exc:
-            raise SpanftError(_as_target(str(exc), tmp, target)) from None
+            raise SpanftError(_as_target(exc.message, tmp, target)) from None
         if not tmp.is_file():
             raise RuntimeError(f"nothing was written to the temporary path for {target}")
         try:

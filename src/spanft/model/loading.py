@@ -162,7 +162,7 @@ def copy_local_backbone(path: str | os.PathLike, out: str | os.PathLike,
         try:
             model, loaded = load_backbone(str(tmp))
         except SpanftError as exc:  # name the directory the user gave, not the temporary copy
-            raise SpanftError(str(exc).replace(str(tmp), str(source))) from None
+            raise SpanftError(exc.message.replace(str(tmp), str(source))) from None
         extra = {"tokenizer": _tokenizer_record(loaded, tokenizer, None)} if tokenizer.overridden else {}
         write_provenance(tmp, local_record("local", source.resolve(), directory_digest(tmp), **extra))
     return _loaded_summary(model, loaded, start)
