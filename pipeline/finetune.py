@@ -12,6 +12,8 @@ import sys
 
 from spanft.params.plan import Plan
 from spanft.params.stage import run_stage_script
+from spanft.train.options import FinetuneOptions
+from spanft.train.preflight import preflight
 
 
 def main() -> int:
@@ -22,11 +24,12 @@ def main() -> int:
 
     def finetune(args: argparse.Namespace, plan: Plan) -> None:
         run = plan.find_run(args.study, args.backbone, args.task, args.variant, args.seed)
-        # torch and transformers only now: a usage, params or run-key mistake is told in a moment
+        options = FinetuneOptions.for_run(run, plan.hparams[run.task], plan.threads)
+        preflight(options)
+        # torch and transformers only now: a usage, params, run-key or path mistake is told in a moment
         from spanft.train.finetune import run_and_print
-        from spanft.train.options import FinetuneOptions
 
-        run_and_print(FinetuneOptions.for_run(run, plan.hparams[run.task], plan.threads))
+        run_and_print(options)
 
     return run_stage_script("finetune", parser, finetune, quiet=True)
 

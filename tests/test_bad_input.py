@@ -57,6 +57,7 @@ class Case:
     without_root_overrides: bool = False  # root, too, is refused a file it may not read
     signal: int | None = None  # sent to the process group once counting has started
     note: str = ""  # shown after the command in the table
+    before_torch: bool = False  # told in a moment: the command runs with a torch and transformers that fail to import
 
 
 # ---------------------------------------------------------------------------------------------- inputs
@@ -431,14 +432,14 @@ CASES = [
          ["corpus", "--source", "synthetic", "--tokens", "1000", "--out", "c.txt", "--tagged-out", "./c.txt"],
          "corpus: the tagged-sentences file ./c.txt is the corpus file: give two different files"),
     Case("outputs", "checkpoint-user-dir", "`--checkpoint-dir` naming a directory of the user's", files(**{"models__checkpoint-500__weights.bin": "mine\n"}),
-         finetune("--variant", "baseline", "--checkpoint-dir", "models"), "--checkpoint-dir models holds files that spanft finetune did not write"),
+         finetune("--variant", "baseline", "--checkpoint-dir", "models"), "--checkpoint-dir models holds files that spanft finetune did not write", before_torch=True),
     Case("outputs", "rerun-backbone-typo", "rerun with a typo'd backbone (previous run kept)", previous_run,
-         finetune("--variant", "baseline", backbone="data/backbones/tny"), "backbone directory data/backbones/tny not found"),
+         finetune("--variant", "baseline", backbone="data/backbones/tny"), "backbone directory data/backbones/tny not found", before_torch=True),
     Case("outputs", "rerun-bad-flag", "rerun with a bad flag (previous run kept)", previous_run,
-         finetune("--variant", "baseline", "--dropout", "1.5"), "--dropout: must satisfy 0 <= dropout < 1, found 1.5"),
+         finetune("--variant", "baseline", "--dropout", "1.5"), "--dropout: must satisfy 0 <= dropout < 1, found 1.5", before_torch=True),
     Case("outputs", "rerun-missing-data", "rerun with a missing data directory (previous run kept)", previous_run,
          ["finetune", "--task", "cola", "--backbone", "data/backbones/tiny", "--data", "data/tasks/cloa", "--out", OUT,
-          "--variant", "baseline"], "--data data/tasks/cloa: task data directory not found"),
+          "--variant", "baseline"], "--data data/tasks/cloa: task data directory not found", before_torch=True),
     Case("outputs", "dict-size-zero", "dict_size 0 (earlier output kept)", files(**{"counts.tsv": "a b\t5\n", OUT: "complete earlier output\n"}),
          ["build-dict", "counts.tsv", "--size", "0", "--out", OUT], "--size (dict_size) must be > 0, got 0"),
     # -- params cannot run code: ids and paths are checked by their grammar
@@ -532,14 +533,14 @@ CASES = [
          prepare("cola", "glue/CoLA"), "CoLA/dev.tsv: cola"),
     Case("inputs", "missing-dir", "missing task folder", nothing, prepare("cola", "no/such/CoLA"),
          "no/such/CoLA: cola folder not found"),
-    Case("inputs", "unknown-variant", "unknown variant", prepared_cola, finetune("--variant", "sff"), "unknown variant 'sff'"),
+    Case("inputs", "unknown-variant", "unknown variant", prepared_cola, finetune("--variant", "sff"), "unknown variant 'sff'", before_torch=True),
     Case("inputs", "unknown-task", "unknown task", nothing, ["describe", "squad"], "unknown task 'squad'"),
     Case("inputs", "unknown-profile", "unknown profile", nothing, ["profile", "gpu", "--root", str(ROOT)],
          "unknown profile 'gpu'; available profiles: embedded, paper"),
     Case("inputs", "hub-offline-task", "hub task source without network", nothing,
          ["prepare-task", "cola", "--source", "hf", "--out", OUT], "cannot load nyu-mll/glue", env=OFFLINE),
     Case("inputs", "unknown-backbone", "backbone directory missing", prepared_cola, finetune("--variant", "baseline"),
-         "backbone directory data/backbones/tiny not found"),
+         "backbone directory data/backbones/tiny not found", before_torch=True),
     Case("inputs", "hub-offline-backbone", "hub backbone without network", prepared_cola,
          finetune("--variant", "baseline", backbone="bert-base-uncased"), "backbone 'bert-base-uncased' could not be loaded",
          env=OFFLINE),
@@ -697,6 +698,8 @@ def prepare_case(case: Case, workdir: Path) -> dict[str, str]:
 def run_case(case: Case, workdir: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, **case.env, "HF_HOME": str(workdir / "hf-home"), "PYTHONUNBUFFERED": "1"}
     env.pop("DVC_ROOT", None)
+    if case.before_torch:
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_failing_imports(workdir)), env.get("PYTHONPATH")]))
     argv = [sys.executable, "-m", "spanft.cli", *case.argv]
     cwd = workdir / case.cwd
     if case.signal is not None:
@@ -710,6 +713,16 @@ def run_case(case: Case, workdir: Path) -> subprocess.CompletedProcess:
             stdout.close()
     return subprocess.CompletedProcess(argv, done.returncode, (done.stdout or b"").decode("utf-8", "replace"),
                                        done.stderr.decode("utf-8", "replace"))
+
+
+def _failing_imports(workdir: Path) -> Path:
+    """A folder of stand-ins for torch and transformers that fail on import, to put first on the path (beside
+    the case's folder: nothing may appear in that)."""
+    folder = workdir.parent / f"{workdir.name}-failing-imports"
+    for name in ("torch", "transformers"):
+        (folder / name).mkdir(parents=True, exist_ok=True)
+        (folder / name / "__init__.py").write_text(f"raise ImportError('{name} imported before the mistake was told')\n")
+    return folder
 
 
 def _run_and_signal(argv: list[str], cwd: Path, env: dict, signum: int) -> subprocess.CompletedProcess:
@@ -794,6 +807,33 @@ def test_a_result_for_stdout_that_cannot_go_there_is_an_error_not_lost(tmp_path:
     assert (tmp_path / "in.txt").read_text(encoding="utf-8") == "the cat sat on the mat\n"
 
 
+def test_the_command_line_module_loads_nothing_before_main():
+    """What the `spanft` entry point imports before main() runs is outside main's Ctrl-C handling: it must be
+    the package's error handling only, not the subcommands and their libraries."""
+    code = ("import sys, spanft.cli; print(' '.join(sorted(m for m in sys.modules if m.startswith('spanft') "
+            "or m.split('.')[0] in ('numpy', 'torch', 'pandas', 'yaml'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.split() == ["spanft", "spanft.cli", "spanft.errors"], done.stdout
+
+
+def test_ctrl_c_while_the_subcommands_load_is_one_line(tmp_path: Path):
+    """Ctrl-C landing on main()'s first import (the subcommands load there) ends as one line and exit 130."""
+    code = ("import builtins, sys\n"
+            "from spanft.cli import main\n"
+            "load = builtins.__import__\n"
+            "def interrupted(name, *args, **kwargs):\n"
+            "    if name not in sys.modules:\n"
+            "        builtins.__import__ = load\n"
+            "        raise KeyboardInterrupt\n"
+            "    return load(name, *args, **kwargs)\n"
+            "builtins.__import__ = interrupted\n"
+            "sys.exit(main(['count-ngrams', 'c.txt', '--out', 'out.tsv']))\n")
+    (tmp_path / "c.txt").write_text("the cat sat\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (130, "spanft: error: interrupted (Ctrl-C)\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt"]
+
+
 def test_every_class_of_the_issue_has_rows():
     kinds = {case.kind for case in CASES}
     assert kinds == {"outputs", "params: ids and paths", "params: values", "inputs", "system errors", "lines",
@@ -823,3 +863,4 @@ def markdown_table() -> str:
 
 if __name__ == "__main__":
     print(markdown_table())
+

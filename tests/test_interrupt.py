@@ -22,7 +22,8 @@ import pandas as pd
 import pytest
 
 from spanft.data.registry import get_task
-from spanft.train.checkpoints import ELAPSED_FILE, RUN_MARKER, prepare_checkpoint_dir
+from spanft.train.checkpoints import ELAPSED_FILE, prepare_checkpoint_dir
+from spanft.train.preflight import RUN_MARKER
 from spanft.train.finetune import MEASURED_KEYS
 from spanft.train.options import FinetuneOptions
 

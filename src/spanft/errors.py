@@ -111,8 +111,8 @@ def open_missing_standard_streams() -> None:
     progress bar, a library's warning written from C) lands in that file. A closed stdin reads as empty;
     stderr, which only carries diagnostics, writes to /dev/null when closed or not writable; a closed stdout
     gets /dev/null opened read-only, so a command whose result goes to stdout still fails with one line
-    (as ``echo hi >&-`` does) instead of losing its result. Entry points call this before anything opens a file
-    or sets up logging.
+    (as ``echo hi >&-`` does) instead of losing its result. :func:`run_command` calls this first, before the
+    command opens a file or sets up logging.
     """
     for fd, mode in ((0, os.O_RDONLY), (1, os.O_RDONLY), (2, os.O_WRONLY)):
         if _is_open(fd) and (fd != 2 or _is_writable(fd)):
@@ -152,6 +152,7 @@ def run_command(body: Callable[[], int | None]) -> int:
     """
     with _sigterm_raises():
         try:
+            open_missing_standard_streams()  # first: before any file is opened, inside the Ctrl-C handling
             return int(body() or 0)
         except SpanftError as exc:
             return _fail(str(exc), 2)

@@ -12,34 +12,38 @@ import logging
 import sys
 from typing import Sequence
 
-from spanft.cli import cluster, data, model, params, report, text, train
-from spanft.errors import open_missing_standard_streams, run_command
-
-COMMANDS = [data.add_corpus, text.add_count_ngrams, text.add_build_dict, text.add_segment, model.add_backbone,
-            train.add_finetune, data.add_describe, data.add_prepare_task, report.add_submission,
-            text.add_segment_task, text.add_train_tagger, params.add_check_params, params.add_profile, params.add_dvc_yaml,
-            report.add_report, report.add_glue_submission, report.add_grid_report, report.add_grid_command,
-            cluster.add_fanout]
+from spanft.errors import run_command
 
 
 def build_parser() -> argparse.ArgumentParser:
+    # imported here, inside main's run_command: a Ctrl-C while they load is one line, not a traceback
+    from spanft.cli import cluster, data, model, params, report, text, train
+
+    commands = [data.add_corpus, text.add_count_ngrams, text.add_build_dict, text.add_segment, model.add_backbone,
+                train.add_finetune, data.add_describe, data.add_prepare_task, report.add_submission,
+                text.add_segment_task, text.add_train_tagger, params.add_check_params, params.add_profile,
+                params.add_dvc_yaml, report.add_report, report.add_glue_submission, report.add_grid_report,
+                report.add_grid_command, cluster.add_fanout]
     parser = argparse.ArgumentParser(prog="spanft", description=__doc__.splitlines()[0])
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for add in COMMANDS:
+    for add in commands:
         add(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    open_missing_standard_streams()
+    return run_command(lambda: _parse_and_run(argv))
+
+
+def _parse_and_run(argv: Sequence[str] | None) -> int | None:
     args = build_parser().parse_args(argv)
     logging.basicConfig(
         level=logging.WARNING if args.quiet else logging.INFO,
         format="spanft: %(message)s",
         stream=sys.stderr,
     )
-    return run_command(lambda: args.run(args))
+    return args.run(args)
 
 
 if __name__ == "__main__":

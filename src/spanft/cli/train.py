@@ -33,9 +33,7 @@ def add_finetune(sub: argparse._SubParsersAction) -> None:
 
 def finetune_options(args: argparse.Namespace):
     """Flags given on the command line, else the ``--hparams`` block, else the FinetuneOptions defaults."""
-    from spanft.train.options import (
-        FinetuneOptions,  # torch: only the finetune command pays for it
-    )
+    from spanft.train.options import FinetuneOptions
 
     names = {f.name for f in fields(FinetuneOptions)} - {"extra_callbacks"}
     values = load_hparams(args.hparams) if args.hparams else {}
@@ -44,9 +42,11 @@ def finetune_options(args: argparse.Namespace):
 
 
 def finetune(args: argparse.Namespace) -> int:
-    from spanft.train.finetune import (
-        run_and_print,  # torch: only the finetune command pays for it
-    )
+    from spanft.train.preflight import preflight
 
-    run_and_print(finetune_options(args))
+    options = finetune_options(args)
+    preflight(options)  # a mistake is told before the seconds of importing torch and transformers
+    from spanft.train.finetune import run_and_print
+
+    run_and_print(options)
     return 0

@@ -36,8 +36,14 @@ from spanft.data.provenance import (
     local_record,
     write_provenance,
 )
-from spanft.errors import SpanftError, where
+from spanft.errors import SpanftError
 from spanft.fileio import atomic_path, check_output
+from spanft.model.files import (
+    TOKENIZER_FILES,
+    check_backbone_directory,
+    check_model_files,
+    first_line,
+)
 from spanft.params import ids
 
 
@@ -128,12 +134,9 @@ def _load_model(name: str, revision: str | None = None):
 def _not_loaded(what: str, name: str, revision: str | None, exc: BaseException) -> SpanftError:
     at = f" at revision {revision}" if revision else ""
     if ids.is_local_name(name):
-        return SpanftError(f"{what} {name!r} could not be loaded: {_first_line(exc)}")
+        return SpanftError(f"{what} {name!r} could not be loaded: {first_line(exc)}")
     return SpanftError(f"{what} {name!r}{at} could not be loaded (unknown id or revision, or offline? without "
-                       f"network use --source local --path DIR): {_first_line(exc)}")
-
-
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
+                       f"network use --source local --path DIR): {first_line(exc)}")
 
 
 _TOKENIZER_EXTRA = ("tokenizer_config.json", "special_tokens_map.json", "added_tokens.json", "merges.txt")
@@ -168,96 +171,6 @@ def copy_local_backbone(path: str | os.PathLike, out: str | os.PathLike,
     return _loaded_summary(model, loaded, start)
 
 
-_JSON_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
-               "added_tokens.json", "vocab.json")
-
-
-def check_model_files(directory: Path) -> None:
-    """Each file a backbone is loaded from is what its name says, or one line names it and what is wrong."""
-    for name in _JSON_FILES:
-        if (directory / name).is_file():
-            _check_json_file(directory / name)
-    if (directory / "tokenizer.json").is_file():
-        _check_tokenizer_json(directory / "tokenizer.json")
-    if (directory / "model.safetensors").is_file():
-        _check_safetensors(directory / "model.safetensors")
-    elif (directory / "pytorch_model.bin").is_file():
-        _check_torch_zip(directory / "pytorch_model.bin")
-
-
-def _check_json_file(path: Path) -> None:
-    import json
-
-    try:
-        text = path.read_bytes().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SpanftError(f"{path}: not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
-    if not text.strip():
-        raise SpanftError(f"{path}: empty (a JSON object expected)")
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SpanftError(f"{where(path, exc.lineno)}: not valid JSON ({exc.msg}, column {exc.colno})") from None
-    if not isinstance(value, dict):
-        raise SpanftError(f"{path}: a JSON object expected, found {type(value).__name__}")
-
-
-def _check_tokenizer_json(path: Path) -> None:
-    from tokenizers import Tokenizer
-
-    try:
-        Tokenizer.from_file(str(path))
-    except Exception as exc:  # the Rust library's errors: one class, the reason in its text
-        raise SpanftError(f"{path}: not a tokenizer file ({_first_line(exc)})") from None
-
-
-def _check_safetensors(path: Path) -> None:
-    """The header's length, its JSON, and the tensors' extent against the file's size."""
-    import json
-
-    size = path.stat().st_size
-    with open(path, "rb") as handle:
-        head = handle.read(8)
-        if len(head) < 8:
-            raise SpanftError(f"{path}: truncated ({size} bytes, shorter than a safetensors header's length field)")
-        length = int.from_bytes(head, "little")
-        if length > size - 8:
-            raise SpanftError(f"{path}: truncated or not a safetensors file (its header claims {length} bytes, "
-                              f"the file holds {size - 8} after the length field)")
-        raw = handle.read(length)
-    try:
-        header = json.loads(raw.decode("utf-8"))
-        ends = [entry["data_offsets"][1] for key, entry in header.items() if key != "__metadata__"]
-    except (UnicodeDecodeError, json.JSONDecodeError, TypeError, KeyError, IndexError, AttributeError):
-        raise SpanftError(f"{path}: not a safetensors file (its header is not a tensor table)") from None
-    data = size - 8 - length
-    if ends and max(ends) > data:
-        raise SpanftError(f"{path}: truncated (its header places tensors up to byte {max(ends)} of the data, the "
-                          f"file holds {data}): copy or download it again")
-
-
-def _check_torch_zip(path: Path) -> None:
-    """``torch.save``'s zip archive: complete (its directory at the end) and every member's checksum right."""
-    import zipfile
-
-    with open(path, "rb") as handle:
-        magic = handle.read(4)
-    if not magic:
-        raise SpanftError(f"{path}: empty (0 bytes): copy or download it again")
-    if magic[:1] == b"\x80":  # torch's legacy pickle format: torch.load(weights_only=True) judges it
-        return
-    if magic != b"PK\x03\x04":
-        raise SpanftError(f"{path}: not a torch weights file (neither torch.save's zip archive nor a pickle)")
-    try:
-        with zipfile.ZipFile(path) as archive:
-            broken = archive.testzip()
-    except (zipfile.BadZipFile, OSError, EOFError) as exc:
-        raise SpanftError(f"{path}: truncated or damaged torch weights file ({_first_line(exc)}): copy or "
-                          f"download it again") from None
-    if broken is not None:
-        raise SpanftError(f"{path}: damaged torch weights file (member {broken} fails its checksum)")
-
-
 def _replace_tokenizer(directory: Path, tokenizer) -> None:
     """The directory's own tokenizer files out, ``tokenizer``'s in (no stale vocabulary left to load)."""
     for name in (*TOKENIZER_FILES, *_TOKENIZER_EXTRA):
@@ -280,11 +193,6 @@ def _loaded_summary(model, tokenizer, start: float) -> dict:
     }
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
-
-
 # Loading a model never runs code from it: no custom modelling code; safetensors, or a .bin read by torch's
 # restricted unpickler (weights_only: tensors and plain containers only, never a callable).
 SAFE_LOADING = {"trust_remote_code": False, "weights_only": True}
@@ -304,15 +212,7 @@ def _refuse_unsafe_loading(name: str, exc: BaseException) -> None:
 
 def load_backbone(name_or_dir: str):
     """``(AutoModel in float32, fast tokenizer)`` for a local directory or a hub id, with one-line errors."""
-    path = Path(name_or_dir)
-    looks_local = ids.is_local_name(name_or_dir)
-    if looks_local and not path.is_dir():
-        raise SpanftError(f"backbone directory {name_or_dir} not found")
-    if looks_local and not (path / "config.json").is_file():
-        raise SpanftError(f"backbone directory {name_or_dir} has no config.json (not a saved HF model)")
-    if looks_local:
-        check_model_files(path)
-    else:
+    if not check_backbone_directory(name_or_dir):
         settle_offline_mode()
     tokenizer = load_tokenizer(name_or_dir, TokenizerChoice())
     model = _load_model(name_or_dir)

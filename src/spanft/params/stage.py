@@ -25,7 +25,7 @@ from typing import Any, Callable
 
 import yaml
 
-from spanft.errors import SpanftError, open_missing_standard_streams, run_command
+from spanft.errors import SpanftError, run_command
 from spanft.params.load import load_params
 from spanft.params.plan import PARAMS_FILE, VARIANTS, Plan, Variant, load_plan
 
@@ -142,10 +142,9 @@ def script_argv(plan: Plan, script: str) -> list[str]:
 
 def run_stage(body: Callable[[Plan], None], quiet: bool = False) -> int:
     """Run a stage script's ``body(plan)``: spanft's log format, one-line errors, exit code 0 unless it raised."""
-    open_missing_standard_streams()
-    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="spanft: %(message)s",
-                        stream=sys.stderr)
     def call() -> None:
+        logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="spanft: %(message)s",
+                            stream=sys.stderr)  # here: run_command has put /dev/null where a stream was closed
         before = _params_now()
         plan = load_plan()
         body(plan)  # a stage's result is its output files; the exit code is 0 unless it raised

@@ -23,11 +23,11 @@ from spanft.data.registry import TaskSpec
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open, check_output_location
 from spanft.train.options import FinetuneOptions
+from spanft.train.preflight import RUN_MARKER, check_checkpoint_dir
 
 log = logging.getLogger("spanft")
 
 
-RUN_MARKER = "spanft_run.json"  # in the checkpoint dir: the settings its checkpoints belong to
 _MATCHED = ("settings", "data", "backbone", "code", "processes", "threads")  # the marker keys a resumable checkpoint must share
 CREATED = "created_directory"  # marker key: the run made the directory itself (then it may remove it)
 
@@ -97,18 +97,6 @@ def _backbone_digest(backbone: str) -> str:
 def _code_digest() -> str:
     """The spanft package's source: what trains the checkpoint."""
     return _tree_digest(Path(__file__).resolve().parents[1], "*.py")
-
-
-def check_checkpoint_dir(directory: Path, inputs=()) -> None:
-    """Refuse, before any work, a checkpoint directory that is not ours to clear (or lies among the inputs)."""
-    check_output_location(directory, inputs)
-    if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
-        raise SpanftError(f"--checkpoint-dir {directory} exists and is not a directory: choose another path")
-    if directory.is_dir() and not (directory / RUN_MARKER).is_file() and any(directory.iterdir()):
-        raise SpanftError(
-            f"--checkpoint-dir {directory} holds files that spanft finetune did not write (no {RUN_MARKER}): "
-            f"give an empty or new directory"
-        )
 
 
 def prepare_checkpoint_dir(options: FinetuneOptions, task: TaskSpec, *, main: bool = True,

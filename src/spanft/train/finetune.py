@@ -39,21 +39,22 @@ from transformers.trainer_utils import enable_full_determinism
 
 from spanft.data.columns import read_prepared
 from spanft.data.provenance import directory_digest, local_record, read_provenance
-from spanft.data.registry import TaskSpec, get_task
+from spanft.data.registry import TaskSpec
 from spanft.errors import SpanftError
-from spanft.fileio import atomic_open, atomic_path, check_output
+from spanft.fileio import atomic_open, atomic_path
 from spanft.model.features import FeatureConfig, SpanCollator, encode_split
 from spanft.model.loading import backbone_is_uncased, check_max_seq_len, load_backbone
 from spanft.model.span_model import SpanModel
 from spanft.train.checkpoints import (
     ElapsedCallback,
     barrier,
-    check_checkpoint_dir,
     clear_checkpoints,
     elapsed_seconds,
     prepare_checkpoint_dir,
 )
-from spanft.train.options import SPAN_VARIANTS, FinetuneOptions, device_name, span_config_for
+from spanft.train.options import SPAN_VARIANTS, FinetuneOptions, span_config_for
+from spanft.train.precision import device_name
+from spanft.train.preflight import preflight
 from spanft.train.scoring import nan_to_none, score_split, selection_metrics
 from spanft.threads import use_threads
 from spanft.train.timing import Phases, StepTimer
@@ -67,8 +68,6 @@ MEASURED_KEYS = ("train_seconds", "step_time")  # metrics.json keys measured on 
 def load_splits(options: FinetuneOptions, task: TaskSpec) -> dict[str, Any]:
     """DataFrames of the train, eval and test splits, checked and cut to the example limits."""
     data = Path(options.data)
-    if not data.is_dir():
-        raise SpanftError(f"--data {data}: task data directory not found")
     frames = {}
     for split in task.all_splits:
         if task.splits[split].optional and not (data / f"{split}.parquet").is_file():
@@ -129,9 +128,7 @@ def write_predictions(path: Path, idx, gold: list[str], pred: list[str]) -> None
 def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     """Fine-tune, predict every eval/test split, write the run directory. Returns metrics.json's content."""
     phases = Phases()
-    options.validate()
-    task = get_task(options.task)
-    out = check_run_outputs(options)
+    task, out = preflight(options)
     # Built first: under torchrun / accelerate launch this joins the process group.
     args = training_arguments(options, task, str(options.checkpoint_path()))
     # After it (accelerate sets its own count when it starts a CPU process group), before any torch work: the
@@ -208,19 +205,6 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
              sum(timer.walls), len(timer.walls))
     barrier()  # the replicas return once the run directory is in place
     return summary
-
-
-def run_inputs(options: FinetuneOptions) -> list[str]:
-    """What a run reads: the task data, and the backbone when it is a local directory (not a hub id)."""
-    return [options.data, *([options.backbone] if Path(options.backbone).exists() else [])]
-
-
-def check_run_outputs(options: FinetuneOptions) -> Path:
-    """Refuse, before any work, a run directory or checkpoint directory that would destroy what is not ours."""
-    inputs = run_inputs(options)
-    out = check_output(options.out, inputs=inputs, made_by="finetune")
-    check_checkpoint_dir(options.checkpoint_path(), inputs=[*inputs, out])
-    return out
 
 
 def _retire_previous_metrics(out: Path) -> None:

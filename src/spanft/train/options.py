@@ -7,16 +7,12 @@ Variants: ``baseline`` (plain fine-tuning, [CLS] head), ``sf`` (span fine-tuning
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import torch
-
 from spanft.data.registry import TaskSpec
 from spanft.errors import SpanftError
-from spanft.model.span_model import SpanConfig
 from spanft.params.hparams import HPARAM_FIELDS, HParams, hparam_problem
 from spanft.params.plan import PlannedRun
 from spanft.params.schema import MAX_THREADS
@@ -24,32 +20,6 @@ from spanft.params.schema import MAX_THREADS
 MODEL_VARIANTS = ("baseline", "sf", "cnn-noseg", "random-seg", "chunker-seg")
 WEIGHT_DECAY = 0.01  # AdamW's, on every parameter but biases and norms (the Trainer's split)
 MAX_GRAD_NORM = 1.0  # gradient clipping
-
-
-@dataclass(frozen=True)
-class Precision:
-    """How a run's arithmetic goes on this machine: bf16 autocast where the GPU has it, else fp16 with a grad
-    scaler on a GPU, fp32 on the CPU; TF32 matmuls for the fp32 work of Ampere and later GPUs."""
-
-    bf16: bool
-    fp16: bool
-    tf32: bool
-
-
-def device_name(processes: int = 1) -> str:
-    """Where a run trains, as metrics.json and Table 3 say it: the GPU's name, or the CPU's cores and threads."""
-    each = " each" if processes > 1 else ""
-    if torch.cuda.is_available():
-        name = f"cuda ({torch.cuda.get_device_name(0)})"
-    else:
-        name = f"cpu ({os.cpu_count()} cores, {torch.get_num_threads()} threads{each})"
-    return name if processes == 1 else f"{name} x {processes} processes"
-
-
-def run_precision() -> Precision:
-    cuda = torch.cuda.is_available()
-    bf16 = cuda and torch.cuda.is_bf16_supported()
-    return Precision(bf16=bf16, fp16=cuda and not bf16, tf32=cuda and torch.cuda.get_device_capability()[0] >= 8)
 SPAN_VARIANTS = ("sf", "random-seg", "chunker-seg")
 
 
@@ -112,8 +82,10 @@ SETTINGS_ORDER = ("task", "backbone", "variant", "data", "seed", "epochs", "lr",
                   "max_train_examples", "max_eval_examples")
 
 
-def span_config_for(options: FinetuneOptions, task: TaskSpec) -> SpanConfig:
+def span_config_for(options: FinetuneOptions, task: TaskSpec) -> "SpanConfig":  # noqa: F821
     """The :class:`spanft.model.span_model.SpanConfig` of a variant."""
+    from spanft.model.span_model import SpanConfig  # torch: this module is read before torch is imported
+
     common = dict(num_labels=task.num_labels, task_type=task.task_type, dropout=options.dropout,
                   cls_vector=options.cls_vector)
     if options.variant == "baseline":

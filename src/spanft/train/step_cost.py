@@ -8,7 +8,7 @@ time divided by the baseline's in the same round.
 
 A step is the Trainer's: forward, loss, backward, gradient clipping at norm 1.0, AdamW (fused, as
 ``adamw_torch_fused``; weight decay on matrices only), gradients cleared; in the run's precision
-(:func:`spanft.train.options.run_precision`: bf16 autocast, or fp16 with a grad scaler, on a GPU; TF32 where
+(:func:`spanft.train.precision.run_precision`: bf16 autocast, or fp16 with a grad scaler, on a GPU; TF32 where
 the runs use it; full determinism on the CPU). The learning-rate schedule and the Trainer's callbacks are left
 out: a few microseconds per step, alike in both arms.
 
@@ -46,14 +46,8 @@ from spanft.model.loading import check_max_seq_len, load_backbone
 from spanft.model.span_model import SpanModel
 from spanft.params.plan import BACKBONES_DIR, Plan, PlannedRun
 from spanft.threads import use_threads
-from spanft.train.options import (
-    MAX_GRAD_NORM,
-    WEIGHT_DECAY,
-    FinetuneOptions,
-    device_name,
-    run_precision,
-    span_config_for,
-)
+from spanft.train.options import MAX_GRAD_NORM, WEIGHT_DECAY, FinetuneOptions, span_config_for
+from spanft.train.precision import device_name, run_precision
 from spanft.train.timing import contended, run_queue_wait
 
 

@@ -14,7 +14,8 @@ from transformers.utils import SAFE_WEIGHTS_NAME
 from spanft.data.registry import TaskSpec
 from spanft.model.features import LengthGroupedSampler, example_lengths
 from spanft.model.span_model import classification_loss, regression_loss
-from spanft.train.options import MAX_GRAD_NORM, WEIGHT_DECAY, FinetuneOptions, run_precision
+from spanft.train.options import MAX_GRAD_NORM, WEIGHT_DECAY, FinetuneOptions
+from spanft.train.precision import run_precision
 
 log = logging.getLogger("spanft")
 

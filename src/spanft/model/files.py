@@ -1,0 +1,123 @@
+"""What a saved backbone directory must hold, checked from its files alone: no torch, no transformers.
+
+:func:`check_backbone_directory` runs before a fine-tuning run imports either (seconds of imports), so a
+missing or damaged backbone is told in a moment; :mod:`spanft.model.loading` runs it again before loading.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spanft.errors import SpanftError, where
+from spanft.params import ids
+
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
+
+
+def check_backbone_directory(name_or_dir: str) -> bool:
+    """Whether ``name_or_dir`` names a local directory (else a hub id); a local one must exist, hold a
+    config.json, and hold files that are what their names say."""
+    if not ids.is_local_name(name_or_dir):
+        return False
+    path = Path(name_or_dir)
+    if not path.is_dir():
+        raise SpanftError(f"backbone directory {name_or_dir} not found")
+    if not (path / "config.json").is_file():
+        raise SpanftError(f"backbone directory {name_or_dir} has no config.json (not a saved HF model)")
+    check_model_files(path)
+    return True
+
+
+_JSON_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+               "added_tokens.json", "vocab.json")
+
+
+def check_model_files(directory: Path) -> None:
+    """Each file a backbone is loaded from is what its name says, or one line names it and what is wrong."""
+    for name in _JSON_FILES:
+        if (directory / name).is_file():
+            _check_json_file(directory / name)
+    if (directory / "tokenizer.json").is_file():
+        _check_tokenizer_json(directory / "tokenizer.json")
+    if (directory / "model.safetensors").is_file():
+        _check_safetensors(directory / "model.safetensors")
+    elif (directory / "pytorch_model.bin").is_file():
+        _check_torch_zip(directory / "pytorch_model.bin")
+
+
+def _check_json_file(path: Path) -> None:
+    import json
+
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SpanftError(f"{path}: not valid UTF-8 (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
+    if not text.strip():
+        raise SpanftError(f"{path}: empty (a JSON object expected)")
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SpanftError(f"{where(path, exc.lineno)}: not valid JSON ({exc.msg}, column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise SpanftError(f"{path}: a JSON object expected, found {type(value).__name__}")
+
+
+def _check_tokenizer_json(path: Path) -> None:
+    from tokenizers import Tokenizer
+
+    try:
+        Tokenizer.from_file(str(path))
+    except Exception as exc:  # the Rust library's errors: one class, the reason in its text
+        raise SpanftError(f"{path}: not a tokenizer file ({first_line(exc)})") from None
+
+
+def _check_safetensors(path: Path) -> None:
+    """The header's length, its JSON, and the tensors' extent against the file's size."""
+    import json
+
+    size = path.stat().st_size
+    with open(path, "rb") as handle:
+        head = handle.read(8)
+        if len(head) < 8:
+            raise SpanftError(f"{path}: truncated ({size} bytes, shorter than a safetensors header's length field)")
+        length = int.from_bytes(head, "little")
+        if length > size - 8:
+            raise SpanftError(f"{path}: truncated or not a safetensors file (its header claims {length} bytes, "
+                              f"the file holds {size - 8} after the length field)")
+        raw = handle.read(length)
+    try:
+        header = json.loads(raw.decode("utf-8"))
+        ends = [entry["data_offsets"][1] for key, entry in header.items() if key != "__metadata__"]
+    except (UnicodeDecodeError, json.JSONDecodeError, TypeError, KeyError, IndexError, AttributeError):
+        raise SpanftError(f"{path}: not a safetensors file (its header is not a tensor table)") from None
+    data = size - 8 - length
+    if ends and max(ends) > data:
+        raise SpanftError(f"{path}: truncated (its header places tensors up to byte {max(ends)} of the data, the "
+                          f"file holds {data}): copy or download it again")
+
+
+def _check_torch_zip(path: Path) -> None:
+    """``torch.save``'s zip archive: complete (its directory at the end) and every member's checksum right."""
+    import zipfile
+
+    with open(path, "rb") as handle:
+        magic = handle.read(4)
+    if not magic:
+        raise SpanftError(f"{path}: empty (0 bytes): copy or download it again")
+    if magic[:1] == b"\x80":  # torch's legacy pickle format: torch.load(weights_only=True) judges it
+        return
+    if magic != b"PK\x03\x04":
+        raise SpanftError(f"{path}: not a torch weights file (neither torch.save's zip archive nor a pickle)")
+    try:
+        with zipfile.ZipFile(path) as archive:
+            broken = archive.testzip()
+    except (zipfile.BadZipFile, OSError, EOFError) as exc:
+        raise SpanftError(f"{path}: truncated or damaged torch weights file ({first_line(exc)}): copy or "
+                          f"download it again") from None
+    if broken is not None:
+        raise SpanftError(f"{path}: damaged torch weights file (member {broken} fails its checksum)")
+
+
+def first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

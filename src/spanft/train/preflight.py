@@ -1,0 +1,58 @@
+"""A fine-tuning run's checks that need neither torch nor transformers (seconds of imports): its options, its
+task, its output and checkpoint directories, its data directory and a local backbone's files.
+
+:func:`preflight` runs before those imports (``spanft finetune``, the finetune stage), so a mistake in any of
+them is told in a moment, and again at the start of :func:`spanft.train.finetune.run_finetune`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from spanft.data.registry import TaskSpec, get_task
+from spanft.errors import SpanftError
+from spanft.fileio import check_output, check_output_location
+from spanft.model.files import check_backbone_directory
+from spanft.train.options import FinetuneOptions
+
+RUN_MARKER = "spanft_run.json"  # in the checkpoint dir: the settings its checkpoints belong to
+
+
+def preflight(options: FinetuneOptions) -> tuple[TaskSpec, Path]:
+    """``(task, run directory)`` once every check that reads no model has passed; else one SpanftError."""
+    options.validate()
+    task = get_task(options.task)
+    out = check_run_outputs(options)
+    check_data_directory(options.data)
+    check_backbone_directory(options.backbone)
+    return task, out
+
+
+def run_inputs(options: FinetuneOptions) -> list[str]:
+    """What a run reads: the task data, and the backbone when it is a local directory (not a hub id)."""
+    return [options.data, *([options.backbone] if Path(options.backbone).exists() else [])]
+
+
+def check_run_outputs(options: FinetuneOptions) -> Path:
+    """Refuse, before any work, a run directory or checkpoint directory that would destroy what is not ours."""
+    inputs = run_inputs(options)
+    out = check_output(options.out, inputs=inputs, made_by="finetune")
+    check_checkpoint_dir(options.checkpoint_path(), inputs=[*inputs, out])
+    return out
+
+
+def check_checkpoint_dir(directory: Path, inputs=()) -> None:
+    """Refuse, before any work, a checkpoint directory that is not ours to clear (or lies among the inputs)."""
+    check_output_location(directory, inputs)
+    if directory.is_symlink() or (directory.exists() and not directory.is_dir()):
+        raise SpanftError(f"--checkpoint-dir {directory} exists and is not a directory: choose another path")
+    if directory.is_dir() and not (directory / RUN_MARKER).is_file() and any(directory.iterdir()):
+        raise SpanftError(
+            f"--checkpoint-dir {directory} holds files that spanft finetune did not write (no {RUN_MARKER}): "
+            f"give an empty or new directory"
+        )
+
+
+def check_data_directory(data: str) -> None:
+    if not Path(data).is_dir():
+        raise SpanftError(f"--data {data}: task data directory not found")
