@@ -456,7 +456,7 @@ def test_local_source_refuses_what_is_not_a_model(backbone_cli, bpe_built, tmp_p
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json"):  # weights missing
         (broken / name).write_bytes((bpe_built[0] / name).read_bytes())
     cases = [("missing", "not found"), ("no-config", "has no config.json"), ("no-tokenizer", "has no tokenizer"),
-             ("broken", "could not be loaded")]
+             ("broken", "has no weights")]
     for name, message in cases:
         out = tmp_path / "backbones" / name
         assert backbone_cli(["backbone", name, "--out", str(out), "--source", "local",

@@ -222,6 +222,16 @@ def tiny_model(folder: Path, *, safetensors: bool = True) -> None:
         torch.save(model.state_dict(), folder / "pytorch_model.bin")
 
 
+def backbone_without(*names: str) -> Callable[[Path], None]:
+    """A saved backbone at data/backbones/tiny lacking ``names``."""
+    def setup(root: Path) -> None:
+        tiny_model(root / "data/backbones/tiny")
+        for name in names:
+            (root / "data/backbones/tiny" / name).unlink()
+
+    return setup
+
+
 class _Touch:
     """Unpickled, it creates ``path``: what a pickle in a weights file can do."""
 
@@ -541,6 +551,12 @@ CASES = [
          ["prepare-task", "cola", "--source", "hf", "--out", OUT], "cannot load nyu-mll/glue", env=OFFLINE),
     Case("inputs", "unknown-backbone", "backbone directory missing", prepared_cola, finetune("--variant", "baseline"),
          "backbone directory data/backbones/tiny not found", before_torch=True),
+    Case("inputs", "missing-split", "prepared task data without its train split", both(prepared_cola, lambda root: (root / "data/tasks/cola/train.parquet").unlink()),
+         finetune("--variant", "baseline"), "data/tasks/cola/train.parquet: prepared split not found", before_torch=True),
+    Case("inputs", "backbone-no-tokenizer", "a backbone directory without tokenizer files", both(prepared_cola, backbone_without("tokenizer.json", "vocab.txt", "tokenizer_config.json")),
+         finetune("--variant", "baseline"), "backbone directory data/backbones/tiny has no tokenizer", before_torch=True),
+    Case("inputs", "backbone-no-weights", "a backbone directory without weights", both(prepared_cola, backbone_without("model.safetensors")),
+         finetune("--variant", "baseline"), "backbone directory data/backbones/tiny has no weights", before_torch=True),
     Case("inputs", "hub-offline-backbone", "hub backbone without network", prepared_cola,
          finetune("--variant", "baseline", backbone="bert-base-uncased"), "backbone 'bert-base-uncased' could not be loaded",
          env=OFFLINE),
@@ -816,8 +832,9 @@ def test_the_command_line_module_loads_nothing_before_main():
     assert done.stdout.split() == ["spanft", "spanft.cli", "spanft.errors"], done.stdout
 
 
-def test_ctrl_c_while_the_subcommands_load_is_one_line(tmp_path: Path):
-    """Ctrl-C landing on main()'s first import (the subcommands load there) ends as one line and exit 130."""
+def test_ctrl_c_on_mains_first_import_is_one_line(tmp_path: Path):
+    """Ctrl-C landing on the first import main() makes (checking the standard streams, then loading the
+    subcommands) ends as one line and exit 130."""
     code = ("import builtins, sys\n"
             "from spanft.cli import main\n"
             "load = builtins.__import__\n"
@@ -832,6 +849,39 @@ def test_ctrl_c_while_the_subcommands_load_is_one_line(tmp_path: Path):
     done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stderr) == (130, "spanft: error: interrupted (Ctrl-C)\n")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt"]
+
+
+@pytest.mark.parametrize("name, status, line", [("SIGINT", 130, "interrupted (Ctrl-C)"), ("SIGTERM", 143, "terminated (SIGTERM)")])
+def test_a_stop_that_a_finalizer_swallows_still_stops_the_command(name: str, status: int, line: str):
+    """Python prints and drops an exception raised inside ``__del__``: Ctrl-C or SIGTERM arriving while a library's
+    finalizer runs would let the command finish with exit 0. It must still end as stopped, one line, no traceback."""
+    code = ("import signal, sys\n"
+            "from spanft.errors import run_command\n"
+            "class Finalized:\n"
+            f"    def __del__(self): signal.raise_signal(signal.{name})\n"
+            "def body():\n"
+            "    Finalized()\n"
+            "    print('went on')\n"
+            "sys.exit(run_command(body))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert (done.returncode, done.stderr) == (status, f"spanft: error: {line}\n")
+    assert done.stdout == "went on\n"
+
+
+def test_a_command_started_with_ctrl_c_ignored_keeps_ignoring_it():
+    """`nohup` and `cmd &` in a script start a command with SIGINT ignored: spanft's handling must not take it back."""
+    code = ("import signal, sys\n"
+            "from spanft.errors import run_command\n"
+            "sys.exit(run_command(lambda: signal.raise_signal(signal.SIGINT) or print('went on')))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    assert (done.returncode, done.stdout, done.stderr) == (0, "went on\n", "")
+
+
+def test_help_to_a_closed_stdout_is_one_line():
+    done = subprocess.run([sys.executable, "-m", "spanft.cli", "--help"], capture_output=True, text=True, timeout=60,
+                          preexec_fn=lambda: os.close(1))
+    assert (done.returncode, done.stderr) == (2, "spanft: error: <stdout>: Bad file descriptor\n")
 
 
 def test_every_class_of_the_issue_has_rows():

@@ -434,6 +434,16 @@ def test_absent_dev_split_is_an_error_naming_the_file(workspace):
         run_finetune(_options(workspace, "runs/rte-no-dev", task="rte", variant="baseline", data=str(data)))
 
 
+@pytest.mark.parametrize("content", [b"", b"junk\n", b"PAR1" + b"\0" * 20 + b"PAR1"], ids=["empty", "text", "bad-footer"])
+def test_a_damaged_split_file_is_one_line_naming_it(tmp_path, content):
+    from spanft.data.columns import read_prepared
+
+    (tmp_path / "validation.parquet").write_bytes(content)
+    with pytest.raises(SpanftError, match=r"validation\.parquet: cannot read parquet") as caught:
+        read_prepared(tmp_path / "validation.parquet")
+    assert "\n" not in str(caught.value)
+
+
 def test_data_without_a_record_is_identified_by_its_digest(workspace):
     from spanft.data.provenance import directory_digest
     from spanft.train.finetune import run_provenance

@@ -150,10 +150,18 @@ def run_command(body: Callable[[], int | None]) -> int:
     readable, a directory, disk full), 130 on Ctrl-C, 143 on SIGTERM. The ``spanft`` command line and every
     ``pipeline/`` stage script go through here, so they fail alike.
     """
-    with _sigterm_raises():
+    with _stop_signals_raise() as received:
         try:
             open_missing_standard_streams()  # first: before any file is opened, inside the Ctrl-C handling
-            return int(body() or 0)
+            try:
+                status = int(body() or 0)
+            except SystemExit:  # argparse's --help or usage error: what it printed must still reach stdout
+                _flush_stdout()
+                raise
+            _flush_stdout()  # here, so that a stdout that cannot take the result is one line, not exit 120
+            if received:  # raised inside a finalizer, which Python reports and ignores: the stop still counts
+                raise KeyboardInterrupt if received[0] == signal.SIGINT else Terminated(received[0])
+            return status
         except SpanftError as exc:
             return _fail(str(exc), 2)
         except KeyboardInterrupt:
@@ -177,24 +185,51 @@ def _fail(message: str, status: int) -> int:
     return status
 
 
+def _flush_stdout() -> None:
+    try:
+        sys.stdout.flush()
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, "<stdout>") from None  # the errno keeps its subclass (BrokenPipeError)
+
+
 def _silence_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush raises no second BrokenPipeError."""
     with contextlib.suppress(OSError, ValueError):
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def _raise_terminated(signum: int, frame) -> None:
-    raise Terminated(signum)
-
-
 @contextlib.contextmanager
-def _sigterm_raises() -> Iterator[None]:
-    """SIGTERM raises :class:`Terminated` while the body runs (the main thread only can install handlers)."""
+def _stop_signals_raise() -> Iterator[list[int]]:
+    """While the body runs, Ctrl-C raises KeyboardInterrupt and SIGTERM :class:`Terminated` (so that ``finally``
+    blocks remove half-written outputs), and each is noted in the list yielded: an exception raised inside a
+    finalizer (``__del__``) is printed and dropped by Python, and the body would go on to exit 0. The main thread
+    only can install handlers; elsewhere the list stays empty.
+    """
+    received: list[int] = []
     if threading.current_thread() is not threading.main_thread():
-        yield
+        yield received
         return
-    previous = signal.signal(signal.SIGTERM, _raise_terminated)
+
+    def stop(signum: int, frame) -> None:
+        received.append(signum)
+        raise KeyboardInterrupt if signum == signal.SIGINT else Terminated(signum)
+
+    # Ctrl-C only where Python's own handler has it: a command started with SIGINT ignored (`nohup`, `cmd &` in a
+    # script) keeps ignoring it
+    taken = [number for number in STOP_SIGNALS
+             if number != signal.SIGINT or signal.getsignal(number) is signal.default_int_handler]
+    previous = {number: signal.signal(number, stop) for number in taken}
+    python_hook = sys.unraisablehook
+
+    def hook(unraisable) -> None:  # the stop dropped in a finalizer is told once, by run_command, not as a traceback
+        if not isinstance(unraisable.exc_value, (KeyboardInterrupt, Terminated)):
+            python_hook(unraisable)
+
+    sys.unraisablehook = hook
     try:
-        yield
+        yield received
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        sys.unraisablehook = python_hook
+        for number, handler in previous.items():
+            if handler is not None:
+                signal.signal(number, handler)

@@ -102,9 +102,21 @@ def check_score(task: TaskSpec, score: float, location: str) -> None:
         raise SpanftError(f"{location}: score {score} is outside [{low}, {high}]")
 
 
-def read_prepared(path: str | Path):
-    """One prepared (or segmented) split as a pandas DataFrame; a one-line error when the file is missing."""
-    path = Path(path)
+def require_prepared(path: Path) -> None:
     if not path.is_file():
         raise SpanftError(f"{path}: prepared split not found (run `spanft prepare-task` / `dvc repro`)")
-    return pq.read_table(path).to_pandas()
+
+
+def read_table(path: Path) -> pa.Table:
+    """A parquet file as an Arrow table; a damaged one is one line naming it."""
+    try:
+        return pq.read_table(path)
+    except (pa.ArrowException, OSError) as exc:  # pyarrow's errors for a damaged file, several classes
+        raise SpanftError(f"{path}: cannot read parquet ({exc})") from None
+
+
+def read_prepared(path: str | Path):
+    """One prepared (or segmented) split as a pandas DataFrame; a one-line error when the file is missing or damaged."""
+    path = Path(path)
+    require_prepared(path)
+    return read_table(path).to_pandas()

@@ -1,7 +1,8 @@
 """What a saved backbone directory must hold, checked from its files alone: no torch, no transformers.
 
-:func:`check_backbone_directory` runs before a fine-tuning run imports either (seconds of imports), so a
-missing or damaged backbone is told in a moment; :mod:`spanft.model.loading` runs it again before loading.
+:func:`check_backbone_directory` (what is there: cheap) runs before a fine-tuning run imports either (seconds of
+imports), so a missing backbone, config, tokenizer or weights file is told in a moment; :func:`check_model_files`
+(what the files hold: it reads them) runs once, when :mod:`spanft.model.loading` loads or copies the backbone.
 """
 
 from __future__ import annotations
@@ -12,20 +13,31 @@ from spanft.errors import SpanftError, where
 from spanft.params import ids
 
 TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
+                "pytorch_model.bin.index.json")  # what AutoModel reads, safely (no TF or Flax weights)
 
 
 def check_backbone_directory(name_or_dir: str) -> bool:
-    """Whether ``name_or_dir`` names a local directory (else a hub id); a local one must exist, hold a
-    config.json, and hold files that are what their names say."""
+    """Whether ``name_or_dir`` names a local directory (else a hub id); a local one must hold what
+    :func:`check_local_backbone` asks."""
     if not ids.is_local_name(name_or_dir):
         return False
-    path = Path(name_or_dir)
-    if not path.is_dir():
-        raise SpanftError(f"backbone directory {name_or_dir} not found")
-    if not (path / "config.json").is_file():
-        raise SpanftError(f"backbone directory {name_or_dir} has no config.json (not a saved HF model)")
-    check_model_files(path)
+    check_local_backbone(Path(name_or_dir))
     return True
+
+
+def check_local_backbone(directory: Path) -> None:
+    """A saved model directory: there, a directory, with a config.json, a tokenizer and weights."""
+    if not directory.exists():
+        raise SpanftError(f"backbone directory {directory} not found")
+    if not directory.is_dir():
+        raise SpanftError(f"backbone directory {directory} is a file, not a directory")
+    if not (directory / "config.json").is_file():
+        raise SpanftError(f"backbone directory {directory} has no config.json (not a saved HF model)")
+    if not any((directory / name).is_file() for name in TOKENIZER_FILES):
+        raise SpanftError(f"backbone directory {directory} has no tokenizer (none of {', '.join(TOKENIZER_FILES)})")
+    if not any((directory / name).is_file() for name in WEIGHT_FILES):
+        raise SpanftError(f"backbone directory {directory} has no weights (none of {', '.join(WEIGHT_FILES)})")
 
 
 _JSON_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",

@@ -41,6 +41,7 @@ from spanft.fileio import atomic_path, check_output
 from spanft.model.files import (
     TOKENIZER_FILES,
     check_backbone_directory,
+    check_local_backbone,
     check_model_files,
     first_line,
 )
@@ -149,12 +150,7 @@ def copy_local_backbone(path: str | os.PathLike, out: str | os.PathLike,
     ``tokenizer``: the tokenizer its authors used, replacing the directory's own in the copy (default: its own).
     """
     source, target = Path(path), Path(out)
-    if not source.is_dir():
-        raise SpanftError(f"backbone directory {source} not found")
-    if not (source / "config.json").is_file():
-        raise SpanftError(f"backbone directory {source} has no config.json (not a saved HF model)")
-    if not any((source / name).is_file() for name in TOKENIZER_FILES):
-        raise SpanftError(f"backbone directory {source} has no tokenizer (none of {', '.join(TOKENIZER_FILES)})")
+    check_local_backbone(source)
     check_model_files(source)
     start = time.perf_counter()
     with atomic_path(target, inputs=[source], made_by="backbone") as tmp:
@@ -212,7 +208,9 @@ def _refuse_unsafe_loading(name: str, exc: BaseException) -> None:
 
 def load_backbone(name_or_dir: str):
     """``(AutoModel in float32, fast tokenizer)`` for a local directory or a hub id, with one-line errors."""
-    if not check_backbone_directory(name_or_dir):
+    if check_backbone_directory(name_or_dir):
+        check_model_files(Path(name_or_dir))
+    else:
         settle_offline_mode()
     tokenizer = load_tokenizer(name_or_dir, TokenizerChoice())
     model = _load_model(name_or_dir)

@@ -23,6 +23,7 @@ from matplotlib.backends.backend_agg import (
 )
 from matplotlib.figure import Figure
 
+from spanft.data.columns import read_table
 from spanft.data.registry import get_task
 from spanft.errors import SpanftError
 from spanft.params.plan import Plan, sweep_variant
@@ -54,10 +55,7 @@ def _read_split(directory: Path, split: str) -> pd.DataFrame:
     path = directory / f"{split}.parquet"
     if not path.is_file():
         raise SpanftError(f"{path}: segmented split not found")
-    try:
-        return pd.read_parquet(path)
-    except Exception as exc:  # pyarrow raises several types for a damaged file
-        raise SpanftError(f"{path}: cannot read parquet ({exc})") from None
+    return read_table(path).to_pandas()
 
 
 def _segmenter_label(directory: Path, label: str) -> str:

@@ -1,5 +1,6 @@
 """A fine-tuning run's checks that need neither torch nor transformers (seconds of imports): its options, its
-task, its output and checkpoint directories, its data directory and a local backbone's files.
+task, its output and checkpoint directories, its data directory and splits, and what a local backbone directory
+holds (the files' contents are checked once, when it is loaded).
 
 :func:`preflight` runs before those imports (``spanft finetune``, the finetune stage), so a mistake in any of
 them is told in a moment, and again at the start of :func:`spanft.train.finetune.run_finetune`.
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from spanft.data.columns import require_prepared
 from spanft.data.registry import TaskSpec, get_task
 from spanft.errors import SpanftError
 from spanft.fileio import check_output, check_output_location
@@ -23,7 +25,7 @@ def preflight(options: FinetuneOptions) -> tuple[TaskSpec, Path]:
     options.validate()
     task = get_task(options.task)
     out = check_run_outputs(options)
-    check_data_directory(options.data)
+    check_data_directory(options.data, task)
     check_backbone_directory(options.backbone)
     return task, out
 
@@ -53,6 +55,13 @@ def check_checkpoint_dir(directory: Path, inputs=()) -> None:
         )
 
 
-def check_data_directory(data: str) -> None:
-    if not Path(data).is_dir():
+def check_data_directory(data: str, task: TaskSpec) -> None:
+    """The task data directory, with every split the task cannot do without."""
+    directory = Path(data)
+    if not directory.exists():
         raise SpanftError(f"--data {data}: task data directory not found")
+    if not directory.is_dir():
+        raise SpanftError(f"--data {data}: a file, not a task data directory")
+    for split in task.all_splits:
+        if not task.splits[split].optional:
+            require_prepared(directory / f"{split}.parquet")
