@@ -12,11 +12,12 @@ Prepared layout (``spanft prepare-task``): ``<out>/<split>.parquet`` per split w
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -107,12 +108,26 @@ def require_prepared(path: Path) -> None:
         raise SpanftError(f"{path}: prepared split not found (run `spanft prepare-task` / `dvc repro`)")
 
 
-def read_table(path: Path) -> pa.Table:
-    """A parquet file as an Arrow table; a damaged one is one line naming it."""
+@contextlib.contextmanager
+def _parquet_errors(path: Path) -> Iterator[None]:
+    """A damaged parquet file is one line naming it (pyarrow raises several classes)."""
     try:
-        return pq.read_table(path)
-    except (pa.ArrowException, OSError) as exc:  # pyarrow's errors for a damaged file, several classes
+        yield
+    except (pa.ArrowException, OSError) as exc:
         raise SpanftError(f"{path}: cannot read parquet ({exc})") from None
+
+
+def read_table(path: Path) -> pa.Table:
+    with _parquet_errors(path):
+        return pq.read_table(path)
+
+
+def split_schema(path: Path) -> tuple[list[str], int]:
+    """A prepared split's column names and row count, from the file's footer (its rows are not read)."""
+    require_prepared(path)
+    with _parquet_errors(path):
+        metadata = pq.read_metadata(path)
+        return metadata.schema.to_arrow_schema().names, metadata.num_rows
 
 
 def read_prepared(path: str | Path):

@@ -40,7 +40,6 @@ from transformers.trainer_utils import enable_full_determinism
 from spanft.data.columns import read_prepared
 from spanft.data.provenance import directory_digest, local_record, read_provenance
 from spanft.data.registry import TaskSpec
-from spanft.errors import SpanftError
 from spanft.fileio import atomic_open, atomic_path
 from spanft.model.features import FeatureConfig, SpanCollator, encode_split
 from spanft.model.loading import backbone_is_uncased, check_max_seq_len, load_backbone
@@ -52,7 +51,7 @@ from spanft.train.checkpoints import (
     elapsed_seconds,
     prepare_checkpoint_dir,
 )
-from spanft.train.options import SPAN_VARIANTS, FinetuneOptions, span_config_for
+from spanft.train.options import FinetuneOptions, span_config_for
 from spanft.train.precision import device_name
 from spanft.train.preflight import preflight
 from spanft.train.scoring import nan_to_none, score_split, selection_metrics
@@ -66,7 +65,7 @@ MEASURED_KEYS = ("train_seconds", "step_time")  # metrics.json keys measured on 
 
 
 def load_splits(options: FinetuneOptions, task: TaskSpec) -> dict[str, Any]:
-    """DataFrames of the train, eval and test splits, checked and cut to the example limits."""
+    """DataFrames of the train, eval and test splits (checked by the preflight), cut to the example limits."""
     data = Path(options.data)
     frames = {}
     for split in task.all_splits:
@@ -79,29 +78,7 @@ def load_splits(options: FinetuneOptions, task: TaskSpec) -> dict[str, Any]:
             log.info("%s: keeping the first %d of %d examples", split, limit, len(frame))
             frame = frame.iloc[:limit].reset_index(drop=True)
         frames[split] = frame
-    _check_columns(options, task, frames)
     return frames
-
-
-def _check_columns(options: FinetuneOptions, task: TaskSpec, frames: dict[str, Any]) -> None:
-    train = frames[task.train_split]
-    if len(train) == 0:
-        raise SpanftError(f"{Path(options.data) / task.train_split}.parquet: no training examples")
-    needed = ["idx", "words_a"] + (["words_b"] if task.is_pair else []) + (["tags"] if task.is_tagging else ["label"])
-    for split, frame in frames.items():
-        missing = [column for column in needed if column not in frame.columns]
-        if missing:
-            raise SpanftError(
-                f"{Path(options.data) / split}.parquet: missing column(s) {', '.join(missing)} "
-                f"(is this {task.name} data?)"
-            )
-    if options.variant in SPAN_VARIANTS:
-        for split, frame in frames.items():
-            if "spans_a" not in frame.columns or (task.is_pair and "spans_b" not in frame.columns):
-                raise SpanftError(
-                    f"variant {options.variant} needs segmented data (spans_a); {Path(options.data) / split}.parquet "
-                    f"has none: run `spanft segment-task` on the prepared data and pass its output as --data"
-                )
 
 
 def _drop_spans(frame):

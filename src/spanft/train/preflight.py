@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spanft.data.columns import require_prepared
+from spanft.data.columns import split_schema
 from spanft.data.registry import TaskSpec, get_task
 from spanft.errors import SpanftError
 from spanft.fileio import check_output, check_output_location
 from spanft.model.files import check_backbone_directory
-from spanft.train.options import FinetuneOptions
+from spanft.train.options import SPAN_VARIANTS, FinetuneOptions
 
 RUN_MARKER = "spanft_run.json"  # in the checkpoint dir: the settings its checkpoints belong to
 
@@ -25,7 +25,7 @@ def preflight(options: FinetuneOptions) -> tuple[TaskSpec, Path]:
     options.validate()
     task = get_task(options.task)
     out = check_run_outputs(options)
-    check_data_directory(options.data, task)
+    check_data_directory(options, task)
     check_backbone_directory(options.backbone)
     return task, out
 
@@ -55,13 +55,26 @@ def check_checkpoint_dir(directory: Path, inputs=()) -> None:
         )
 
 
-def check_data_directory(data: str, task: TaskSpec) -> None:
-    """The task data directory, with every split the task cannot do without."""
-    directory = Path(data)
+def check_data_directory(options: FinetuneOptions, task: TaskSpec) -> None:
+    """The task data directory: every split the task cannot do without, each with the columns of the task
+    (and the spans of a span variant), and training examples; read from the files' footers."""
+    directory = Path(options.data)
     if not directory.exists():
-        raise SpanftError(f"--data {data}: task data directory not found")
+        raise SpanftError(f"--data {options.data}: task data directory not found")
     if not directory.is_dir():
-        raise SpanftError(f"--data {data}: a file, not a task data directory")
+        raise SpanftError(f"--data {options.data}: a file, not a task data directory")
+    needed = ["idx", "words_a"] + (["words_b"] if task.is_pair else []) + (["tags"] if task.is_tagging else ["label"])
+    spans = ["spans_a"] + (["spans_b"] if task.is_pair else []) if options.variant in SPAN_VARIANTS else []
     for split in task.all_splits:
-        if not task.splits[split].optional:
-            require_prepared(directory / f"{split}.parquet")
+        path = directory / f"{split}.parquet"
+        if task.splits[split].optional and not path.is_file():
+            continue  # told when the run reads its data: no predictions for it
+        columns, rows = split_schema(path)
+        if split == task.train_split and rows == 0:
+            raise SpanftError(f"{path}: no training examples")
+        missing = [column for column in needed if column not in columns]
+        if missing:
+            raise SpanftError(f"{path}: missing column(s) {', '.join(missing)} (is this {task.name} data?)")
+        if any(column not in columns for column in spans):
+            raise SpanftError(f"variant {options.variant} needs segmented data (spans_a); {path} has none: run "
+                              f"`spanft segment-task` on the prepared data and pass its output as --data")
