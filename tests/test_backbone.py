@@ -667,3 +667,44 @@ def test_packaged_minilm_path_resolves_and_loads(backbone_cli, tmp_path):
     model, tokenizer = load_backbone(str(out))
     assert model.config.num_hidden_layers == 6 and model.config.hidden_size == 384
     assert read_provenance(out)["id_or_path"] == str(directory.resolve())
+
+
+# The tokenizer files of the encoder families a user fine-tunes, as transformers itself names them.
+TOKENIZER_MODULES = ["bert.tokenization_bert", "roberta.tokenization_roberta", "deberta_v2.tokenization_deberta_v2",
+                     "xlm_roberta.tokenization_xlm_roberta", "albert.tokenization_albert",
+                     "camembert.tokenization_camembert", "llama.tokenization_llama", "t5.tokenization_t5"]
+
+
+@pytest.mark.parametrize("module", TOKENIZER_MODULES)
+def test_a_directory_with_only_its_familys_vocabulary_file_has_a_tokenizer(module, tmp_path):
+    import importlib
+
+    from spanft.model.files import check_local_backbone
+
+    vocab_file = importlib.import_module(f"transformers.models.{module}").VOCAB_FILES_NAMES["vocab_file"]
+    for name in ("config.json", "model.safetensors", vocab_file):
+        (tmp_path / name).write_bytes(b"{}")
+    check_local_backbone(tmp_path)  # no "has no tokenizer"
+    (tmp_path / vocab_file).unlink()
+    with pytest.raises(SpanftError, match="has no tokenizer"):
+        check_local_backbone(tmp_path)
+
+
+def test_a_backbone_is_named_as_given(tmp_path, monkeypatch):
+    from spanft.model.files import check_local_backbone
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "dict.txt").write_text("x\n", encoding="utf-8")
+    with pytest.raises(SpanftError, match=r"^backbone directory \./dict\.txt is a file, not a directory$"):
+        check_local_backbone("./dict.txt")
+
+
+def test_copying_a_local_backbone_reads_its_files_once(bpe_built, tmp_path, monkeypatch):
+    """The contents check reads every weight (a .bin's checksums): once for the source; the copy is the same bytes."""
+    from spanft.model import loading
+
+    seen = []
+    check = loading.check_model_files
+    monkeypatch.setattr(loading, "check_model_files", lambda directory: seen.append(directory) or check(directory))
+    loading.copy_local_backbone(bpe_built[0], tmp_path / "copy")
+    assert seen == [Path(bpe_built[0])]

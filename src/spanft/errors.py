@@ -221,9 +221,14 @@ def _stop_signals_raise() -> Iterator[list[int]]:
     previous = {number: signal.signal(number, stop) for number in taken}
     python_hook = sys.unraisablehook
 
-    def hook(unraisable) -> None:  # the stop dropped in a finalizer is told once, by run_command, not as a traceback
+    def hook(unraisable) -> None:  # a stop dropped in a finalizer: said at once, in a line, not as a traceback
         if not isinstance(unraisable.exc_value, (KeyboardInterrupt, Terminated)):
             python_hook(unraisable)
+            return
+        name = "Ctrl-C" if isinstance(unraisable.exc_value, KeyboardInterrupt) else "SIGTERM"
+        with contextlib.suppress(OSError, ValueError):
+            print(f"spanft: {name} landed in a library's clean-up code, which drops it: send it again to stop now, "
+                  f"else the command ends as stopped once it is done", file=sys.stderr, flush=True)
 
     sys.unraisablehook = hook
     try:

@@ -12,7 +12,8 @@ from pathlib import Path
 from spanft.errors import SpanftError, where
 from spanft.params import ids
 
-TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model")
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model",
+                   "spm.model", "sentencepiece.model", "tokenizer.model", "spm_char.model", "bpe.codes")  # as transformers names them
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.safetensors.index.json",
                 "pytorch_model.bin.index.json")  # what AutoModel reads, safely (no TF or Flax weights)
 
@@ -22,22 +23,24 @@ def check_backbone_directory(name_or_dir: str) -> bool:
     :func:`check_local_backbone` asks."""
     if not ids.is_local_name(name_or_dir):
         return False
-    check_local_backbone(Path(name_or_dir))
+    check_local_backbone(name_or_dir)
     return True
 
 
-def check_local_backbone(directory: Path) -> None:
-    """A saved model directory: there, a directory, with a config.json, a tokenizer and weights."""
+def check_local_backbone(given: str | Path) -> None:
+    """A saved model directory: there, a directory, with a config.json, a tokenizer and weights (named in a
+    message as the user gave it)."""
+    directory = Path(given)
     if not directory.exists():
-        raise SpanftError(f"backbone directory {directory} not found")
+        raise SpanftError(f"backbone directory {given} not found")
     if not directory.is_dir():
-        raise SpanftError(f"backbone directory {directory} is a file, not a directory")
+        raise SpanftError(f"backbone directory {given} is a file, not a directory")
     if not (directory / "config.json").is_file():
-        raise SpanftError(f"backbone directory {directory} has no config.json (not a saved HF model)")
+        raise SpanftError(f"backbone directory {given} has no config.json (not a saved HF model)")
     if not any((directory / name).is_file() for name in TOKENIZER_FILES):
-        raise SpanftError(f"backbone directory {directory} has no tokenizer (none of {', '.join(TOKENIZER_FILES)})")
+        raise SpanftError(f"backbone directory {given} has no tokenizer (none of {', '.join(TOKENIZER_FILES)})")
     if not any((directory / name).is_file() for name in WEIGHT_FILES):
-        raise SpanftError(f"backbone directory {directory} has no weights (none of {', '.join(WEIGHT_FILES)})")
+        raise SpanftError(f"backbone directory {given} has no weights (none of {', '.join(WEIGHT_FILES)})")
 
 
 _JSON_FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",

@@ -159,7 +159,7 @@ def copy_local_backbone(path: str | os.PathLike, out: str | os.PathLike,
         if tokenizer.overridden:
             _replace_tokenizer(tmp, load_tokenizer(str(source), tokenizer))
         try:
-            model, loaded = load_backbone(str(tmp))
+            model, loaded = load_backbone(str(tmp), files_checked=True)  # the source's files, checked above
         except SpanftError as exc:  # name the directory the user gave, not the temporary copy
             raise SpanftError(exc.message.replace(str(tmp), str(source))) from None
         extra = {"tokenizer": _tokenizer_record(loaded, tokenizer, None)} if tokenizer.overridden else {}
@@ -206,9 +206,11 @@ def _refuse_unsafe_loading(name: str, exc: BaseException) -> None:
         ) from None
 
 
-def load_backbone(name_or_dir: str):
-    """``(AutoModel in float32, fast tokenizer)`` for a local directory or a hub id, with one-line errors."""
-    if check_backbone_directory(name_or_dir):
+def load_backbone(name_or_dir: str, files_checked: bool = False):
+    """``(AutoModel in float32, fast tokenizer)`` for a local directory or a hub id, with one-line errors.
+
+    ``files_checked``: the caller has run :func:`check_model_files` on these files (they are read again else)."""
+    if check_backbone_directory(name_or_dir) and not files_checked:
         check_model_files(Path(name_or_dir))
     else:
         settle_offline_mode()

@@ -75,6 +75,7 @@ def check_data_directory(options: FinetuneOptions, task: TaskSpec) -> None:
         missing = [column for column in needed if column not in columns]
         if missing:
             raise SpanftError(f"{path}: missing column(s) {', '.join(missing)} (is this {task.name} data?)")
-        if any(column not in columns for column in spans):
-            raise SpanftError(f"variant {options.variant} needs segmented data (spans_a); {path} has none: run "
-                              f"`spanft segment-task` on the prepared data and pass its output as --data")
+        unsegmented = [column for column in spans if column not in columns]
+        if unsegmented:
+            raise SpanftError(f"variant {options.variant} needs segmented data ({', '.join(unsegmented)}); {path} has "
+                              f"none: run `spanft segment-task` on the prepared data and pass its output as --data")
