@@ -3,10 +3,14 @@
     python benchmarks/bench_fanout.py --jobs 1 2                # the embedded profile, this repo's HEAD
     python benchmarks/bench_fanout.py --jobs 1 2 --serial       # and a plain `dvc repro` first
     python benchmarks/bench_fanout.py --jobs 2 --slurm 2        # and through SLURM, 2 jobs at once (SLURM_CONF set)
+    python benchmarks/bench_fanout.py --checks-only --slurm 2   # only what the checks before spending take
 
 Each case runs in a fresh `git clone` of HEAD (its own DVC cache, nothing cached), one after the other, so
-they do not share the machine. Prints each wall time, the ratios against the first case, and whether the
-reports of every case equal the first's apart from Table 3 (measured seconds and thread counts).
+they do not share the machine. Prints each wall time, the time from the command's start to its first job sent
+(its jobs.tsv written), the ratios against the first case, and whether the reports of every case equal the
+first's apart from Table 3 (measured seconds and thread counts). First it times the checks `spanft fanout` makes
+before it spends anything (spanft.cluster.fanout.check_before_spending: time limit, scheduler, job folder,
+DVC cache, room for checkpoints) in a fresh clone, five times, in a process of their own.
 """
 
 from __future__ import annotations
@@ -44,6 +48,40 @@ def timed(command: list[str], project: Path, log: Path) -> float:
     return seconds
 
 
+CHECKS = """
+import statistics, sys, time
+from pathlib import Path
+from spanft.cluster.fanout import check_before_spending
+from spanft.params.plan import load_plan
+root, executor = Path(sys.argv[1]), sys.argv[2]
+settings = load_plan(root / "params.yaml").cluster.with_overrides(executor=executor)
+times = []
+for _ in range(5):
+    start = time.perf_counter()
+    check_before_spending(root, settings, executor, 2)
+    times.append(time.perf_counter() - start)
+print(f"{statistics.median(times):.3f} {min(times):.3f} {max(times):.3f}")
+"""
+
+
+def time_checks(work: Path, executor: str) -> None:
+    project = work / f"checks-{executor}"
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(project)], check=True)
+    env = {**os.environ, "PYTHONPATH": str(project / "src")}
+    done = subprocess.run([sys.executable, "-c", CHECKS, str(project), executor], capture_output=True, text=True,
+                          env=env, cwd=project)
+    if done.returncode != 0:
+        sys.exit(f"the checks failed in {project}: {done.stderr.strip().splitlines()[-1:]}")
+    median, low, high = done.stdout.split()
+    print(f"checks before spending ({executor}): median {median} s of 5 (min {low}, max {high})", flush=True)
+
+
+def first_job_seconds(project: Path, started: float) -> float | None:
+    """From the command's start to its first submission's jobs.tsv (written as its first job is sent)."""
+    manifests = sorted((project / ".fanout" / "jobs").glob("*/jobs.tsv"), key=lambda path: path.stat().st_mtime)
+    return manifests[0].stat().st_mtime - started if manifests else None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, nargs="+", default=[1, 2], help="the N to measure, in order")
@@ -51,8 +89,14 @@ def main() -> int:
     parser.add_argument("--slurm", type=int, default=0, metavar="N",
                         help="also through SLURM, N jobs at once of 1 CPU each (last; needs sbatch and SLURM_CONF)")
     parser.add_argument("--work", default=None, help="folder for the clones (default: a temporary one, kept)")
+    parser.add_argument("--checks-only", action="store_true", help="only time the checks before spending")
     args = parser.parse_args()
     work = Path(args.work or tempfile.mkdtemp(prefix="bench-fanout-"))
+    time_checks(work, "local")
+    if args.slurm:
+        time_checks(work, "slurm")
+    if args.checks_only:
+        return 0
     cases = ([("dvc repro", ["dvc", "repro"])] if args.serial else []) + [
         (f"fanout --jobs {n}", ["spanft", "fanout", "--executor", "local", "--jobs", str(n)]) for n in args.jobs]
     if args.slurm:
@@ -62,9 +106,12 @@ def main() -> int:
     for index, (name, command) in enumerate(cases):
         project = work / f"case{index}"
         subprocess.run(["git", "clone", "--quiet", str(ROOT), str(project)], check=True)
+        started = time.time()
         seconds = timed(command, project, work / f"case{index}.log")
         results.append((name, seconds, reports_without_table3(project)))
-        print(f"{name}: {seconds:.1f} s ({seconds / 60:.1f} min)", flush=True)
+        first = first_job_seconds(project, started)
+        sent = f"; first job sent after {first:.1f} s" if first is not None else ""
+        print(f"{name}: {seconds:.1f} s ({seconds / 60:.1f} min){sent}", flush=True)
     first_name, first_seconds, first_reports = results[0]
     for name, seconds, reports in results[1:]:
         print(f"{first_name} / {name}: {first_seconds / seconds:.2f}x; reports equal but Table 3: "

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # A one-node SLURM cluster on this machine, for the fan-out tests and for trying `spanft fanout` by hand.
 #
-#   scripts/slurm-one-node.sh start DIR   install slurm-wlm + munge if missing (apt-get, root), then start munged,
+#   scripts/slurm-one-node.sh start DIR [NODES]
+#                                         install slurm-wlm + munge if missing (apt-get, root), then start munged,
 #                                         slurmctld and slurmd with their config, sockets, logs and state in DIR;
-#                                         prints `export SLURM_CONF=DIR/slurm.conf` (the clients' one setting)
+#                                         prints `export SLURM_CONF=DIR/slurm.conf` (the clients' one setting).
+#                                         NODES (default 1): with 2 or more, as many slurmd run on this host as
+#                                         nodes n1, n2, ... (each its own port, spool, log and pid file), for the
+#                                         fan-out's multi-node paths
 #   scripts/slurm-one-node.sh stop DIR    stop the daemons this script started in DIR (by their pid files), no other
 #   scripts/slurm-one-node.sh status DIR  exit 0 when the node takes jobs
 #
@@ -15,8 +19,9 @@ set -euo pipefail
 
 action=${1:-}
 dir=${2:-}
-if [[ -z "$action" || -z "$dir" ]]; then
-    echo "usage: $0 start|stop|status DIR" >&2
+nodes=${3:-1}
+if [[ -z "$action" || -z "$dir" || ! "$nodes" =~ ^[1-9][0-9]*$ ]]; then
+    echo "usage: $0 start|stop|status DIR [NODES]" >&2
     exit 2
 fi
 mkdir -p "$dir"
@@ -25,6 +30,21 @@ conf="$dir/slurm.conf"
 
 free_port() {  # a TCP port nothing listens on now
     python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+free_ports() {  # free_ports N: the first of N consecutive TCP ports nothing listens on now
+    python3 - "$1" <<'PY'
+import random, socket, sys
+n = int(sys.argv[1])
+for _ in range(200):
+    first = random.randrange(20000, 60000 - n)
+    try:
+        taken = [socket.create_server(("127.0.0.1", port)) for port in range(first, first + n)]
+    except OSError:
+        continue
+    print(first)
+    break
+PY
 }
 
 say() { echo "slurm-one-node: $*" >&2; }
@@ -50,9 +70,9 @@ install_packages() {
 write_config() {  # ports: the ones this folder's cluster had, else free ones (a cluster already here keeps its own)
     local node cpus mem_mb ctld_port slurmd_port
     ctld_port=$(sed -n 's/^SlurmctldPort=//p' "$conf" 2>/dev/null || true)
-    slurmd_port=$(sed -n 's/^SlurmdPort=//p' "$conf" 2>/dev/null || true)
+    slurmd_port=$(sed -n 's/^NodeName=.* Port=\([0-9]*\).*/\1/p' "$conf" 2>/dev/null | head -1 || true)
     [[ -n "$ctld_port" ]] || ctld_port=$(free_port)
-    [[ -n "$slurmd_port" ]] || slurmd_port=$(free_port)
+    [[ -n "$slurmd_port" ]] || slurmd_port=$(free_ports "$nodes")
     node=$(hostname -s)
     cpus=$(nproc)
     mem_mb=$(awk '/MemTotal/ {print int($2 / 1024 * 0.8)}' /proc/meminfo)
@@ -61,18 +81,17 @@ write_config() {  # ports: the ones this folder's cluster had, else free ones (a
 ClusterName=spanft-one-node
 SlurmctldHost=$node(127.0.0.1)
 SlurmctldPort=$ctld_port
-SlurmdPort=$slurmd_port
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket=$dir/munge.socket
 SlurmUser=$(id -un)
 SlurmdUser=root
 StateSaveLocation=$dir/state
-SlurmdSpoolDir=$dir/spool
+SlurmdSpoolDir=$dir/spool-%n
 SlurmctldPidFile=$dir/slurmctld.pid
-SlurmdPidFile=$dir/slurmd.pid
+SlurmdPidFile=$dir/slurmd-%n.pid
 SlurmctldLogFile=$dir/slurmctld.log
-SlurmdLogFile=$dir/slurmd.log
+SlurmdLogFile=$dir/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 MpiDefault=none
@@ -87,9 +106,21 @@ MinJobAge=600
 KillWait=5
 SlurmctldTimeout=30
 SlurmdTimeout=30
-NodeName=$node NodeAddr=127.0.0.1 CPUs=$cpus RealMemory=$mem_mb State=UNKNOWN
-PartitionName=debug Nodes=$node Default=YES MaxTime=INFINITE State=UP
+$(node_lines "$node" "$cpus" "$mem_mb" "$slurmd_port")
+PartitionName=debug Nodes=$(node_names "$node" | paste -sd,) Default=YES MaxTime=INFINITE State=UP
 EOF
+}
+
+node_names() {  # one node: this host's name; several: n1, n2, ...
+    if ((nodes == 1)); then echo "$1"; else seq -f 'n%g' 1 "$nodes"; fi
+}
+
+node_lines() {  # node_lines HOST CPUS MEM_MB FIRST_PORT: a NodeName line per node, each slurmd on its own port
+    local i=0 name
+    for name in $(node_names "$1"); do
+        echo "NodeName=$name NodeHostname=$1 NodeAddr=127.0.0.1 Port=$(($4 + i)) CPUs=$2 RealMemory=$3 State=UNKNOWN"
+        i=$((i + 1))
+    done
 }
 
 start_munge() {
@@ -104,9 +135,12 @@ start_slurm() {
     mkdir -p "$dir/state" "$dir/spool"
     export SLURM_CONF="$conf"
     alive "$dir/slurmctld.pid" || slurmctld -f "$conf" 2>>"$dir/slurmctld.log"
-    alive "$dir/slurmd.pid" || slurmd -f "$conf" -N "$(hostname -s)" 2>>"$dir/slurmd.log"
+    local name
+    for name in $(node_names "$(hostname -s)"); do
+        alive "$dir/slurmd-$name.pid" || slurmd -f "$conf" -N "$name" 2>>"$dir/slurmd-$name.log"
+    done
     local tries=0
-    until sinfo -h -o '%t' 2>/dev/null | grep -Eq '^(idle|mix|alloc)'; do
+    until [[ $(sinfo -h -N -o '%N %t' 2>/dev/null | grep -Ec ' (idle|mix|alloc)$') -ge $nodes ]]; do
         tries=$((tries + 1))
         if ((tries > 60)); then
             say "the node did not come up in 30 s: see $dir/slurmctld.log and $dir/slurmd.log"
@@ -117,15 +151,16 @@ start_slurm() {
 }
 
 stop_daemons() {  # only the daemons whose pid files this script's start wrote in DIR
-    local name pid
-    for name in slurmd slurmctld munged; do
-        pid=$(cat "$dir/$name.pid" 2>/dev/null || true)
+    local pidfile pid
+    for pidfile in "$dir"/slurmd-*.pid "$dir/slurmctld.pid" "$dir/munged.pid"; do
+        [[ -e "$pidfile" ]] || continue
+        pid=$(cat "$pidfile" 2>/dev/null || true)
         if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
             kill "$pid" 2>/dev/null || true
             for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
             kill -9 "$pid" 2>/dev/null || true
         fi
-        rm -f "$dir/$name.pid"
+        rm -f "$pidfile"
     done
 }
 

@@ -182,7 +182,8 @@ class _Job:
 
     def __init__(self, tmp_path: Path, state: str):
         self.job_id, self.state = "7_0", state
-        self.paths = type("Paths", (), {"result_pickle": tmp_path / "7_0_result.pkl"})()
+        self.paths = type("Paths", (), {"result_pickle": tmp_path / "7_0_result.pkl", "stderr": tmp_path / "7_0.err",
+                                        "stdout": tmp_path / "7_0.out"})()
 
 
 @pytest.mark.parametrize("state", ["CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY"])
@@ -207,7 +208,7 @@ def test_a_clean_exit_waits_for_its_result_file_before_it_counts_as_failed(tmp_p
 
 
 def test_a_stage_whose_earlier_job_still_runs_is_not_sent_again(tmp_path):
-    from spanft.cluster.fanout import refuse_if_still_running
+    from spanft.cluster.fanout import still_running
     from spanft.cluster.stages import StaleStage
 
     from spanft.cluster.tracking import process_start
@@ -222,13 +223,13 @@ def test_a_stage_whose_earlier_job_still_runs_is_not_sent_again(tmp_path):
                                       f"glue_sf@tiny-mrpc-1\tlocal\t{2**22 + 7}\ty.err\t1.000\n", encoding="utf-8")
     stale = [StaleStage("glue_sf@tiny-cola-1", ()), StaleStage("glue_sf@tiny-mrpc-1", ())]
     try:
-        with pytest.raises(SpanftError, match=rf"still queued or running: glue_sf@tiny-cola-1 \(job {stand_in.pid}\);"):
-            refuse_if_still_running(tmp_path, stale)
-        refuse_if_still_running(tmp_path, stale[1:])  # that one's job is gone
+        with pytest.raises(SpanftError, match=rf"still running here: glue_sf@tiny-cola-1 \(process {stand_in.pid}\);"):
+            still_running(tmp_path, stale)
+        assert still_running(tmp_path, stale[1:]) == {}  # that one's job is gone
     finally:
         stand_in.kill()
         stand_in.wait()
-    refuse_if_still_running(tmp_path, stale)
+    assert still_running(tmp_path, stale) == {}
 
 
 def test_a_process_that_got_a_dead_jobs_id_back_is_not_that_job():
@@ -270,7 +271,8 @@ def test_sbatch_refusing_the_array_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
     call = StageJob("glue_sf@tiny-cola-1", (), str(tmp_path), "0" * 40, "snap", "ws", "cache", 1)
     with pytest.raises(SpanftError) as error:
-        submit_array(slurm_executor(ClusterSettings(partition="nosuch"), tmp_path / "sub", 2), [call])
+        settings = ClusterSettings(partition="nosuch")
+        submit_array(slurm_executor(settings, tmp_path / "sub", 2), [call], settings)
     assert "sbatch refused the job array: sbatch: error: invalid partition specified: nosuch" in str(error.value)
     assert "\n" not in str(error.value)
 
@@ -293,16 +295,40 @@ def test_a_failed_job_is_reported_by_its_own_error_not_submitits_trailer(tmp_pat
 
 
 def test_a_second_job_in_the_same_workspace_does_nothing(tmp_path):
-    from filelock import FileLock
-
     from spanft.cluster.job import StageJob
+    from spanft.cluster.joblock import exclusive
 
     workspace = tmp_path / "workspaces" / "glue_sf@tiny-cola-1"
-    call = StageJob("glue_sf@tiny-cola-1", (), str(tmp_path), "0" * 40, "snap", str(workspace), "cache", 1)
-    with FileLock(f"{workspace}.lock"):
-        with pytest.raises(SpanftError, match="another job runs in"):
+    workspace.parent.mkdir(parents=True)
+    call = StageJob("glue_sf@tiny-cola-1", (), str(tmp_path), "0" * 40, "snap", str(workspace),
+                    str(tmp_path / "cache"), 1)
+    with exclusive(Path(f"{workspace}.job"), "first"):
+        with pytest.raises(SpanftError, match=r"glue_sf@tiny-cola-1: another job \(pid \d+ on .*\) holds .*did nothing"):
             call()
-    assert not workspace.exists()
+    assert not workspace.exists() and not Path(f"{workspace}.job").exists()
+
+
+def test_a_workspace_lock_left_by_a_dead_holder_or_this_requeued_job_is_taken_over(tmp_path, monkeypatch):
+    """No flock: an O_EXCL file naming its holder, which works across nodes on NFS and Lustre alike."""
+    import json as _json
+
+    from spanft.cluster.joblock import exclusive
+
+    lock = tmp_path / "w.job"
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    lock.write_text(_json.dumps({"host": os.uname().nodename, "pid": dead.pid, "started": "ticks:1", "slurm_job": ""}))
+    with exclusive(lock, "stage"):  # the dead process's lock
+        assert _json.loads(lock.read_text())["pid"] == os.getpid()
+    assert not lock.exists()
+    monkeypatch.setenv("SLURM_JOB_ID", "77")
+    lock.write_text(_json.dumps({"host": "node-b", "pid": 1, "started": "", "slurm_job": "77"}))
+    with exclusive(lock, "stage"):  # this very job, requeued on another node
+        pass
+    lock.write_text(_json.dumps({"host": "node-b", "pid": 1, "started": "", "slurm_job": ""}))
+    with pytest.raises(SpanftError, match="another job \\(pid 1 on node-b\\) holds"):
+        with exclusive(lock, "stage"):  # another host, no scheduler to ask: never taken
+            pass
 
 
 def test_the_job_folder_must_be_the_fanouts_own(head):

@@ -117,14 +117,15 @@ def head_after_serial(serial: Path, path: Path) -> Path:
     return path
 
 
-def slurm_conf(tmp_path_factory) -> str:
-    """Start the one-node cluster (installing SLURM where it is missing); its SLURM_CONF, or skip saying why."""
+def slurm_conf(tmp_path_factory, nodes: int = 2) -> str:
+    """Start a test cluster of ``nodes`` slurmd on this host (installing SLURM where it is missing); its
+    SLURM_CONF, or skip saying why. Two nodes: the jobs of one array land on both, as on a real cluster."""
     folder = Path(os.environ.get("SPANFT_TEST_SLURM_DIR") or tmp_path_factory.mktemp("slurm"))
-    done = subprocess.run(["bash", str(SLURM_SCRIPT), "start", str(folder)], capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL, timeout=600)
+    done = subprocess.run(["bash", str(SLURM_SCRIPT), "start", str(folder), str(nodes)], capture_output=True,
+                          text=True, stdin=subprocess.DEVNULL, timeout=600)
     if done.returncode != 0:
         said = (done.stderr.strip() or done.stdout.strip() or f"exit {done.returncode}").splitlines()[-1]
-        reason = f"a one-node SLURM could not start: {said}"
+        reason = f"a {nodes}-node SLURM could not start: {said}"
         if os.environ.get("CI"):
             pytest.fail(reason)
         pytest.skip(reason)
@@ -219,3 +220,120 @@ def test_fanout_joins_to_the_serial_reports_resumes_a_killed_job_and_resends_onl
     assert "3 training stages to send, 2 up to date" in output
     assert ran_stages(output) & TRAINING == set(), output
     assert "up to date" in dvc(project, "status").stdout
+
+
+def _set_cluster(project: Path, **values) -> None:
+    params = yaml.safe_load((project / "params.yaml").read_text(encoding="utf-8"))
+    params["cluster"].update(values)
+    (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")
+    git(project, "commit", "-qam", f"cluster: {values}")
+
+
+def _job_logs(project: Path, stage: str) -> str:
+    """Every log of every job that ran ``stage`` (all submissions)."""
+    text = []
+    for manifest in (project / ".fanout" / "jobs").glob("*/jobs.tsv"):
+        for line in manifest.read_text(encoding="utf-8").splitlines()[1:]:
+            name, _, _, log, *_ = line.split("\t")
+            if name == stage:
+                for path in (Path(log), Path(log).with_suffix(".out")):
+                    text.append(path.read_text(encoding="utf-8", errors="replace") if path.is_file() else "")
+    return "\n".join(text)
+
+
+@pytest.mark.slow
+def test_on_slurm_nothing_is_spent_before_the_checks_and_no_finished_run_is_lost(serial, slurm, tmp_path):
+    """Two nodes, a site default SBATCH_EXPORT=NONE, a commit error right after a run finished training, then
+    --no-join and a plain dvc repro: each run trains once, and the reports equal the serial ones."""
+    project = head_after_serial(serial, tmp_path / "head")
+    env = env_for(project, {**slurm, "SBATCH_EXPORT": "NONE"})
+    args = ["--executor", "slurm", "--jobs", "2", "--cpus", "1", "--mem-gb", "2"]
+
+    # 1. refused in one line before any stage runs, and nothing left in .fanout
+    dead = tmp_path / "dead.conf"
+    dead.write_text(re.sub(r"(?m)^SlurmctldPort=.*$", "SlurmctldPort=1", Path(slurm["SLURM_CONF"]).read_text()))
+    refusals = [
+        (env_for(project, {"SLURM_CONF": str(dead)}), [], "SLURM does not answer: squeue --me failed"),
+        (env, ["--time-min", "1"], "cluster.time_min 1: a job has 60 s, less the time-limit signal's lead (90 s"),
+    ]
+    dvc(project, "cache", "dir", "--local", "/sys/fs/spanft-cache")  # a cache nobody can write, not even root
+    code, output = run_fanout(project, args, env)
+    dvc(project, "config", "--local", "--unset", "cache.dir")
+    refusals_seen = [(code, output)]
+    for extra_env, extra_args, _ in refusals:
+        refusals_seen.append(run_fanout(project, args + extra_args, extra_env, timeout=120))
+    said = ["the DVC cache /sys/fs/spanft-cache/files: cannot be written"] + [text for _, _, text in refusals]
+    for (code, output), text in zip(refusals_seen, said):
+        assert code == 2 and text in output, output
+        assert "Running stage" not in output and "jobs through" not in output, output
+        assert len([line for line in output.splitlines() if line.startswith("spanft: error:")]) == 1, output
+        assert not (project / ".fanout").exists(), output
+
+    # 2. one job at a time; while the killed stage trains, the run-cache stops taking entries: its training
+    # finishes, DVC's save fails (the window between "trained" and "saved"), the job fails, the run is kept
+    process = start_fanout(project, [*args[:2], "--jobs", "1", *args[4:], "--no-join"], env)
+    workspace = project / ".fanout" / "workspaces" / KILLED
+    runs = project / ".dvc" / "cache" / "runs"
+    deadline = time.monotonic() + 400
+    while not checkpoint_written(project, KILLED):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()[0]
+        time.sleep(0.05)
+    runs.rename(runs.with_name("runs.aside"))
+    runs.write_text("not a folder: DVC cannot write the run's entry\n")
+    try:
+        output, _ = process.communicate(timeout=400)
+    finally:
+        runs.unlink()
+        runs.with_name("runs.aside").rename(runs)
+    assert process.returncode == 1, output
+    failed = dict(re.findall(r"FAILED (\S+): (.*); log", output))
+    assert KILLED in failed, output
+    assert all("the DVC cache" in why for stage, why in failed.items() if stage != KILLED), output  # not started
+    assert list((workspace / "data" / "checkpoints").glob("**/spanft_finished.json"))
+
+    # 3. sent again, it saves the finished run instead of training again
+    code, output = run_fanout(project, [*args, "--no-join"], env)
+    assert code == 0, output
+    assert f"{len(failed)} training stages to send" in output and "every run is in the cache" in output, output
+    logs = _job_logs(project, KILLED)
+    assert logs.count(f"Running stage '{KILLED}'") == 1, logs  # trained once
+    assert "finished training before the job was stopped: saving it (dvc commit)" in logs, logs
+    assert not list((workspace / "data" / "checkpoints").glob("**/checkpoint-*"))  # cleared once saved
+    assert not subprocess.run(["git", "for-each-ref", "refs/spanft"], cwd=project, capture_output=True,
+                              text=True).stdout.strip()  # the commit's pin is gone with the last job
+
+    # 4. after --no-join a plain dvc repro restores every run and trains nothing
+    done = dvc(project, "repro")
+    assert ran_stages(done.stdout) & TRAINING == set(), done.stdout
+    assert report_lines(project) == report_lines(serial)
+
+
+@pytest.mark.slow
+def test_on_slurm_a_lost_scheduler_stops_the_watch_in_time_and_a_second_call_watches_again(serial, slurm, tmp_path):
+    project = head_after_serial(serial, tmp_path / "head")
+    _set_cluster(project, scheduler_patience_s=8)
+    shim = tmp_path / "bin" / "squeue"
+    shim.parent.mkdir()
+    real = shutil.which("squeue")
+    lost = tmp_path / "lost"
+    shim.write_text(f"#!/bin/sh\n[ -e {lost} ] && {{ echo 'squeue: error: Unable to contact slurm controller' >&2; "
+                    f"exit 1; }}\nexec {real} \"$@\"\n")
+    shim.chmod(0o755)
+    env = env_for(project, {**slurm, "PATH": f"{shim.parent}:{os.environ['PATH']}"})
+    args = ["--executor", "slurm", "--jobs", "2", "--cpus", "1", "--mem-gb", "2"]
+    process = start_fanout(project, args, env)
+    deadline = time.monotonic() + 300
+    while not (project / ".fanout" / "jobs.tsv").exists():
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()[0]
+        time.sleep(0.05)
+    lost.touch()
+    started = time.monotonic()
+    output, _ = process.communicate(timeout=120)
+    assert process.returncode == 2 and time.monotonic() - started < 8 + 30, output
+    assert "squeue has failed for 8 s (cluster.scheduler_patience_s): stopped watching; the jobs may still run" in output
+    lost.unlink()
+    code, output = run_fanout(project, args, env)
+    assert code == 0, output
+    assert "watching again" in output or "0 training stages to send" in output, output
+    assert "jobs through" not in output, output  # nothing sent twice
+    assert report_lines(project) == report_lines(serial)

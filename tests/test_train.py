@@ -16,6 +16,7 @@ from spanft.data.registry import get_task
 from spanft.errors import SpanftError
 from spanft.model.build import BackboneConfig, make_backbone
 from spanft.train.finetune import MEASURED_KEYS, run_finetune
+from spanft.train.finished import CHECKPOINT_EVERY_ENV, KEEP_ENV, finished_run
 from spanft.train.options import MODEL_VARIANTS, FinetuneOptions
 from spanft.train.scoring import word_tag_predictions
 
@@ -190,6 +191,31 @@ def test_killed_run_resumes_from_its_checkpoint_and_ends_like_an_uninterrupted_o
     assert _without_time(resumed) == _without_time(reference)
     assert _same_predictions(workspace, "resumed", "reference")
     assert not (workspace / "ckpt/resumed").exists()
+
+
+def test_a_wall_clock_checkpoint_mid_epoch_resumes_to_the_uninterrupted_run(workspace, reference, monkeypatch):
+    """A job whose time limit is shorter than an epoch must still advance: checkpoints by wall time land mid-epoch
+    (here after every step), and a run resumed from one ends exactly as the uninterrupted run."""
+    monkeypatch.setenv(CHECKPOINT_EVERY_ENV, "1e-9")
+    options = _options(workspace, "runs/midepoch", checkpoint_dir=str(workspace / "ckpt/midepoch"))
+    with pytest.raises(KeyboardInterrupt):
+        run_finetune(replace(options, extra_callbacks=[_StopAfterFirstCheckpoint()]))
+    assert [p.name for p in (workspace / "ckpt/midepoch").glob("checkpoint-*")] == ["checkpoint-1"]  # of 3 per epoch
+    resumed = run_finetune(options)
+    assert resumed["resumed_from"] == "checkpoint-1"
+    assert _without_time(resumed) == _without_time(reference)
+    assert _same_predictions(workspace, "midepoch", "reference")
+
+
+def test_a_run_told_to_keep_its_checkpoints_marks_itself_finished(workspace, monkeypatch):
+    """Under a fan-out job the checkpoints stay until DVC has saved the run; the mark names the run directory."""
+    monkeypatch.setenv(KEEP_ENV, "1")
+    options = _options(workspace, "runs/kept", checkpoint_dir=str(workspace / "ckpt/kept"), epochs=1)
+    run_finetune(options)
+    assert list((workspace / "ckpt/kept").glob("checkpoint-*"))
+    assert finished_run(workspace / "ckpt/kept", workspace) == workspace / "runs/kept"
+    (workspace / "runs/kept/metrics.json").write_text("{}")  # another run's directory now: not this finished one
+    assert finished_run(workspace / "ckpt/kept", workspace) is None
 
 
 def test_checkpoints_of_other_settings_are_not_resumed(workspace):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import sqlite3
 from pathlib import Path
 
 from spanft.errors import SpanftError
@@ -32,13 +34,24 @@ def add_fanout(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(run=fanout)
 
 
+def logical_path(path: str) -> Path:
+    """``path`` made absolute the way the shell shows it (``pwd -L``): symbolic links are kept, because the jobs
+    get these paths and compute nodes may reach the project only through the name the user gave it."""
+    cwd = os.environ.get("PWD", "")
+    try:
+        base = cwd if cwd and os.path.isabs(cwd) and os.path.samefile(cwd, ".") else os.getcwd()
+    except OSError:
+        base = os.getcwd()
+    return Path(os.path.normpath(os.path.join(base, os.path.expanduser(path))))
+
+
 def fanout(args: argparse.Namespace) -> int:
     from dvc.exceptions import DvcException
 
     from spanft.cluster.fanout import fanout
     from spanft.params.plan import load_plan
 
-    root = Path(args.root).resolve()
+    root = logical_path(args.root)
     settings = load_plan(root / "params.yaml").cluster
     overrides = {key: getattr(args, key) for key in ("executor", "partition", "account", "gpus_per_job",
                                                      "cpus_per_job", "mem_gb", "time_min", "folder", "remote")}
@@ -50,3 +63,7 @@ def fanout(args: argparse.Namespace) -> int:
     except DvcException as error:  # not a DVC project, a dvc.yaml or dvc.lock DVC cannot read, ...
         said = [line for line in str(error).splitlines() if line.strip()]
         raise SpanftError(f"{root}: dvc: {said[0] if said else type(error).__name__}") from None
+    except sqlite3.Error as error:  # DVC's index and state databases: a full, limited or lock-less disk
+        raise SpanftError(f"{root}: DVC's index failed ({error}): the disk under {root / '.dvc' / 'tmp'} or DVC's "
+                          f"site cache (dvc config core.site_cache_dir) is full, over quota, limited or without "
+                          f"file locking; free space there, or set core.site_cache_dir to a local folder") from None

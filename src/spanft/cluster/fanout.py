@@ -29,6 +29,7 @@ import submitit
 from filelock import FileLock, Timeout
 from submitit.core.utils import FailedJobError
 
+from spanft.cluster import preflight
 from spanft.cluster.job import StageJob
 from spanft.cluster.processes import run_group
 from spanft.cluster.stages import (
@@ -40,6 +41,7 @@ from spanft.cluster.stages import (
     stale_training_stages,
 )
 from spanft.cluster.tracking import (
+    Active,
     Submitted,
     new_submission,
     outcome,
@@ -50,11 +52,14 @@ from spanft.cluster.tracking import (
 from spanft.cluster.workspace import HeadState, cache_dir, git, head_state, snapshot
 from spanft.errors import SpanftError
 from spanft.params.cluster import ClusterSettings
+from spanft.params.plan import load_plan
 from spanft.threads import SHARING_ENV, thread_count
 
 log = logging.getLogger("spanft")
 
 POLL_SECONDS = 2.0
+MAX_POLL_SECONDS = 30.0  # submitit's own monitor polls no more often than this
+PIN_REFS = "refs/spanft/fanout"  # refs on the commits that sent jobs run, until their runs are saved
 
 
 def executor_name(settings: ClusterSettings) -> str:
@@ -101,18 +106,19 @@ def local_slots(settings: ClusterSettings, parallel: int) -> int:
 
 
 def slurm_executor(settings: ClusterSettings, submission: Path, parallel: int) -> submitit.AutoExecutor:
-    ex = submitit.AutoExecutor(folder=submission / "%j", cluster="slurm")
+    ex = submitit.AutoExecutor(folder=submission / "%j", cluster="slurm", slurm_max_num_timeout=settings.max_timeouts)
     extra = {"account": settings.account} if settings.account else {}
     ex.update_parameters(timeout_min=settings.time_min, name="spanft-fanout", cpus_per_task=settings.cpus_per_job,
                          mem_gb=settings.mem_gb, gpus_per_node=settings.gpus_per_job,
                          slurm_array_parallelism=parallel, slurm_partition=settings.partition or None,
-                         slurm_setup=list(settings.setup), slurm_additional_parameters=extra)
+                         slurm_setup=list(settings.setup), slurm_additional_parameters=extra,
+                         slurm_signal_delay_s=settings.signal_delay_s)
     return ex
 
 
 def local_executor(settings: ClusterSettings, submission: Path) -> submitit.LocalExecutor:
     """A local process; its GPUs are set by the job itself (:func:`slot_gpus`), so submitit gives it none."""
-    ex = submitit.LocalExecutor(folder=submission / "%j")
+    ex = submitit.LocalExecutor(folder=submission / "%j", max_num_timeout=settings.max_timeouts)
     ex.update_parameters(timeout_min=settings.time_min, gpus_per_node=0)
     return ex
 
@@ -139,8 +145,11 @@ def fanout(root: Path, settings: ClusterSettings, jobs: int | None, allow_dirty:
     check_folder(root, folder)
     if settings.remote:
         check_remote(root, settings.remote)
+    preflight.check_time_limit(settings, executor)
     made = [path for path in (*reversed([folder, *folder.parents]), folder / ".gitignore", folder / "fanout.lock")
             if not os.path.lexists(path)]  # what this call creates: removed again if it is refused
+    preflight.check_writable(folder, "cluster.folder",
+                             "make it writable (or free space), or set cluster.folder to a shared folder you own")
     folder.mkdir(parents=True, exist_ok=True)
     if not (folder / ".gitignore").exists():  # job workspaces are git clones: never add them
         (folder / ".gitignore").write_text("*\n", encoding="utf-8")
@@ -152,6 +161,7 @@ def fanout(root: Path, settings: ClusterSettings, jobs: int | None, allow_dirty:
         raise SpanftError(f"{folder / 'fanout.lock'}: another spanft fanout is running for this head; "
                           f"wait for it to end (or stop it) first") from None
     try:
+        check_before_spending(root, settings, executor, jobs or settings.max_parallel)
         return _fanout(root, settings, executor, jobs or settings.max_parallel, allow_dirty, join)
     except SpanftError:
         lock.release()
@@ -159,6 +169,29 @@ def fanout(root: Path, settings: ClusterSettings, jobs: int | None, allow_dirty:
         raise
     finally:
         lock.release()
+
+
+def check_before_spending(root: Path, settings: ClusterSettings, executor: str, parallel: int) -> None:
+    """Everything that would make the jobs' work lost, told in one line before the upstream stages run: the time
+    limit, the scheduler, the job folder and the shared cache, the job folder's room (:mod:`preflight`)."""
+    started = time.perf_counter()
+    preflight.check_time_limit(settings, executor)
+    if executor == "slurm":
+        preflight.check_scheduler()
+    preflight.check_cache(cache_dir(root))
+    check_room(root, settings, parallel)
+    log.info("fanout: checked the time limit, %s, the job folder and the DVC cache (%.1f s)",
+             "the scheduler" if executor == "slurm" else "local processes", time.perf_counter() - started)
+
+
+def check_room(root: Path, settings: ClusterSettings, parallel: int) -> bool:
+    """The job folder's room for the checkpoints of the jobs at once; False while a backbone's size is unknown."""
+    runs = load_plan(root / "params.yaml").runs()
+    per_job = preflight.checkpoint_bytes(root, {run.backbone for run in runs})
+    if per_job is None:
+        return False
+    preflight.check_room(settings.folder_path(root), per_job, max(1, min(parallel, len(runs))))
+    return True
 
 
 def _remove_made(made: list[Path]) -> None:
@@ -206,23 +239,28 @@ def _fanout(root: Path, settings: ClusterSettings, executor: str, parallel: int,
     log.info("fanout: %d training stages to send, %d up to date, %d in the cache already (the join restores them)",
              len(stale), fresh, cached)
     if stale:
-        refuse_if_still_running(settings.folder_path(root), stale)
+        if not check_room(root, settings, min(parallel, len(stale))):
+            log.info("fanout: a backbone's size is unknown: the job folder's room was not checked")
         failed = send(root, head, stale, settings, executor, parallel)
         if failed:
             log.info("fanout: %d of %d jobs failed (above); the %d finished runs are kept in the run-cache: "
                      "run `spanft fanout` again to send only what is still stale", failed, len(stale),
                      len(stale) - failed)
             return 1
-    if join:
-        log.info("fanout: joining: `dvc repro` restores the runs from the run-cache and builds the reports")
-        if settings.remote:
-            run_dvc(root, "pull", "--run-cache", "--allow-missing", "--remote", settings.remote)
-        refuse_stale_join(root, head)
-        dropped = forget_uncached_records(root)
-        if dropped:
-            log.info("fanout: %d dvc.lock records name outputs this cache lacks (runs made elsewhere): dropped, "
-                     "so that `dvc repro` restores the jobs' runs instead of running them again", len(dropped))
-        run_dvc(root, "repro")
+    if settings.remote:
+        run_dvc(root, "pull", "--run-cache", "--allow-missing", "--remote", settings.remote)
+    dropped = forget_uncached_records(root)
+    if dropped:
+        log.info("fanout: %d dvc.lock records name outputs this cache lacks (runs made elsewhere): dropped, "
+                 "so that `dvc repro` restores the jobs' runs instead of running them again", len(dropped))
+    unpin(root)
+    if not join:
+        log.info("fanout: every run is in the cache: `dvc repro` (or spanft fanout) restores them and builds the "
+                 "reports; nothing trains again")
+        return 0
+    log.info("fanout: joining: `dvc repro` restores the runs from the run-cache and builds the reports")
+    refuse_stale_join(root, head)
+    run_dvc(root, "repro")
     return 0
 
 
@@ -237,52 +275,102 @@ def refuse_stale_join(root: Path, head: HeadState) -> None:
                           f"the join would fine-tune here: run spanft fanout again")
 
 
-def refuse_if_still_running(folder: Path, stale: list[StaleStage]) -> None:
-    """A stage whose job of an earlier call is still queued or running must not get a second job."""
+def still_running(folder: Path, stale: list[StaleStage]) -> dict[str, Active]:
+    """The stale stages whose job of an earlier call is still queued or running: never sent twice. SLURM jobs
+    are watched again (an earlier call may have stopped watching them); local ones, children of a command that
+    still runs, are refused."""
     active = still_active(folder)
-    busy = [(stage.name, active[stage.name]) for stage in stale if stage.name in active]
-    if busy:
-        shown = ", ".join(f"{stage} (job {job})" for stage, job in busy[:3])
-        more = f" and {len(busy) - 3} more" if len(busy) > 3 else ""
-        raise SpanftError(f"jobs of an earlier spanft fanout are still queued or running: {shown}{more}; wait "
-                          f"for them to end or cancel them (scancel ID), then run spanft fanout again")
+    busy = {stage.name: active[stage.name] for stage in stale if stage.name in active}
+    local = [(name, entry.job) for name, entry in busy.items() if entry.executor != "slurm"]
+    if local:
+        shown = ", ".join(f"{stage} (process {job})" for stage, job in local[:3])
+        more = f" and {len(local) - 3} more" if len(local) > 3 else ""
+        raise SpanftError(f"jobs of an earlier spanft fanout are still running here: {shown}{more}; wait for that "
+                          f"command to end (or stop it), then run spanft fanout again")
+    return busy
+
+
+def pin(root: Path, commit: str, submission: Path) -> None:
+    """A ref on the jobs' commit until the join: a ``git gc --prune`` of the head must not take it from them."""
+    git(root, "update-ref", f"{PIN_REFS}/{submission.name}", commit)
+
+
+def unpin(root: Path) -> None:
+    """Every run is saved: the jobs no longer need their commits."""
+    refs = git(root, "for-each-ref", "--format=%(refname)", PIN_REFS).split()
+    for ref in refs:
+        git(root, "update-ref", "-d", ref)
 
 
 def send(root: Path, head: HeadState, stale: list[StaleStage], settings: ClusterSettings, executor: str,
          parallel: int) -> int:
     """Submit every stale stage, report as jobs end, and return how many failed."""
     folder = settings.folder_path(root)
-    parallel = min(parallel if executor == "slurm" else local_slots(settings, parallel), len(stale))
+    running = still_running(folder, stale)
+    to_send = [stage for stage in stale if stage.name not in running]
+    parallel = max(1, min(parallel if executor == "slurm" else local_slots(settings, parallel), len(to_send)))
     cores = job_cores(settings, executor, parallel)
+    snapshots_before = _listing(folder / "snapshots")
     snap, shared_cache = str(snapshot(head, folder)), cache_dir(root)
     processes = parallel if executor == "local" else 1
-    calls = [StageJob(stage.name, stage.upstream, str(root), head.commit, snap,
-                      str(folder / "workspaces" / stage.name), shared_cache, processes, settings.remote)
-             for stage in stale]
     submission = new_submission(folder)
-    log.info("fanout: %d jobs through %s (%d at once, %d cores each: params threads, or 0 for all of them); "
-             "logs under %s", len(calls), executor, parallel, cores, submission)
+    calls = [StageJob(stage.name, stage.upstream, str(root), head.commit, snap, workspace_of(folder, stage.name),
+                      shared_cache, processes, settings.remote, checkpoint_every_s=settings.checkpoint_every_s,
+                      token=submission.name)
+             for stage in to_send]
+    pin(root, head.commit, submission)
     logging.getLogger("submitit").setLevel(logging.ERROR)  # its "sacct not found" warnings: we ask squeue
-    if executor == "slurm":
-        submitted = submit_array(slurm_executor(settings, submission, parallel), calls)
-        write_manifest(submission, submitted)
-        watch(submitted, lambda: None, len(calls))
-        return sum(1 for s in submitted if s.outcome != "done")
-    submitted = []
-    waiting = list(calls)
-
-    def top_up() -> None:  # local processes: at most `parallel` at a time, each in a free slot
-        busy = {s.slot for s in submitted if not s.outcome}
-        for slot in [slot for slot in range(parallel) if slot not in busy][:len(waiting)]:
-            call = dataclasses.replace(waiting.pop(0), gpus=slot_gpus(settings, slot))
-            submitted.append(Submitted(call.stage, local_executor(settings, submission).submit(call), slot))
+    watched = [reattach(name, entry, folder, settings) for name, entry in running.items()]
+    if watched:
+        log.info("fanout: watching again %d jobs of an earlier call that still run (not sent twice): %s",
+                 len(watched), ", ".join(s.stage for s in watched[:3]) + (" ..." if len(watched) > 3 else ""))
+    if calls:
+        log.info("fanout: %d jobs through %s (%d at once, %d cores each: params threads, or 0 for all of them); "
+                 "logs under %s", len(calls), executor, parallel, cores, submission)
+    with preflight.submission_environment(submission.name):
+        if executor == "slurm":
+            try:
+                submitted = watched + (submit_array(slurm_executor(settings, submission, parallel), calls, settings)
+                                       if calls else [])
+            except SpanftError:  # nothing was sent: a refused call leaves nothing behind
+                shutil.rmtree(submission, ignore_errors=True)
+                for made in _listing(folder / "snapshots") - snapshots_before:
+                    shutil.rmtree(made, ignore_errors=True)
+                git(root, "update-ref", "-d", f"{PIN_REFS}/{submission.name}")
+                raise
             write_manifest(submission, submitted)
+            watch(submitted, lambda: None, len(submitted), settings.scheduler_patience_s)
+            return sum(1 for s in submitted if s.outcome != "done")
+        submitted = []
+        waiting = list(calls)
 
-    watch(submitted, top_up, len(calls))  # its first round submits, inside its cancel-on-stop guard
-    return sum(1 for s in submitted if s.outcome != "done")
+        def top_up() -> None:  # local processes: at most `parallel` at a time, each in a free slot
+            busy = {s.slot for s in submitted if not s.outcome}
+            for slot in [slot for slot in range(parallel) if slot not in busy][:len(waiting)]:
+                call = dataclasses.replace(waiting.pop(0), gpus=slot_gpus(settings, slot))
+                submitted.append(Submitted(call.stage, local_executor(settings, submission).submit(call), slot,
+                                           workspace=call.workspace))
+                write_manifest(submission, submitted)
+
+        watch(submitted, top_up, len(calls), settings.scheduler_patience_s)  # its first round submits
+        return sum(1 for s in submitted if s.outcome != "done")
 
 
-def submit_array(ex: submitit.AutoExecutor, calls: list[StageJob]) -> list[Submitted]:
+def _listing(folder: Path) -> set[Path]:
+    return set(folder.iterdir()) if folder.is_dir() else set()
+
+
+def workspace_of(folder: Path, stage: str) -> str:
+    return str(folder / "workspaces" / stage)
+
+
+def reattach(stage: str, entry: Active, folder: Path, settings: ClusterSettings) -> Submitted:
+    """A SLURM job of an earlier call, to watch again."""
+    job = submitit.SlurmJob(folder=entry.submission / "%j", job_id=entry.job)
+    return Submitted(stage, job, workspace=workspace_of(folder, stage), max_timeouts=settings.max_timeouts)
+
+
+def submit_array(ex: submitit.AutoExecutor, calls: list[StageJob], settings: ClusterSettings) -> list[Submitted]:
     """One SLURM job array; sbatch's refusal (partition, memory, account, no controller) as one line."""
     try:
         with ex.batch():
@@ -291,18 +379,35 @@ def submit_array(ex: submitit.AutoExecutor, calls: list[StageJob]) -> list[Submi
         said = [line for line in str(error).splitlines() if line.strip()]
         raise SpanftError(f"sbatch refused the job array: {said[-1] if said else error} (check the partition, "
                           f"memory, account, or SLURM_CONF)") from None
-    return [Submitted(call.stage, job) for call, job in zip(calls, jobs)]
+    return [Submitted(call.stage, job, workspace=call.workspace, max_timeouts=settings.max_timeouts)
+            for call, job in zip(calls, jobs)]
 
 
-def watch(submitted: list[Submitted], top_up, total: int) -> None:
+class SchedulerLost(SpanftError):
+    """squeue kept failing past the patience: the fan-out stops watching, and leaves the jobs alone."""
+
+
+def watch(submitted: list[Submitted], top_up, total: int, patience_s: float) -> None:
     """Poll until every job ended, one line per change of the counts, one line per failed job.
 
-    If the command itself is stopped (Ctrl-C, SIGTERM, an error), it cancels the jobs it started.
+    Polls back off from every 2 s to every 30 s while nothing changes. A failing ``squeue`` is no news, but
+    after ``patience_s`` seconds of nothing else the watch stops with :class:`SchedulerLost` and leaves the jobs
+    running. If the command itself is stopped (Ctrl-C, SIGTERM, an error), it cancels the jobs it started.
     """
-    last = None
+    last, delay, failing_since, said = None, POLL_SECONDS, None, ""
     try:
         while True:
             states = scheduler_states(submitted)
+            if states is None:
+                failing_since = failing_since or time.monotonic()
+                if time.monotonic() - failing_since > patience_s:
+                    raise SchedulerLost(
+                        f"squeue has failed for {patience_s:.0f} s (cluster.scheduler_patience_s): stopped watching; "
+                        f"the jobs may still run: run spanft fanout again to watch them again (nothing is sent "
+                        f"twice)")
+                states = {}
+            else:
+                failing_since = None
             for entry in submitted:
                 if not entry.outcome:
                     entry.outcome = outcome(entry, states)
@@ -312,12 +417,15 @@ def watch(submitted: list[Submitted], top_up, total: int) -> None:
             done = sum(1 for s in submitted if s.outcome == "done")
             failed = sum(1 for s in submitted if s.outcome and s.outcome != "done")
             running = sum(1 for s in submitted if not s.outcome and states.get(s.job.job_id, "RUNNING") == "RUNNING")
+            delay = POLL_SECONDS if (done, running, failed) != last else min(delay * 1.5, MAX_POLL_SECONDS)
             if (done, running, failed) != last:
                 log.info("fanout: %d/%d done, %d running, %d failed", done, total, running, failed)
                 last = (done, running, failed)
             if done + failed == total:
                 return
-            time.sleep(POLL_SECONDS)
+            time.sleep(delay if failing_since is None else min(delay, max(0.1, patience_s / 4)))
+    except SchedulerLost:
+        raise
     except BaseException:
         for entry in submitted:
             if not entry.outcome:

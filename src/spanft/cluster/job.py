@@ -1,27 +1,39 @@
 """One job of the fan-out: one training stage (a fine-tuning run or the step costs), run by DVC in the stage's
 own workspace, on a node.
 
-The job prepares the workspace (:func:`spanft.cluster.workspace.prepare_workspace`), checks out the outputs of
-the stages it reads from the shared cache, and runs ``dvc repro --single-item STAGE``; DVC stores the outputs
-and a run-cache entry in the shared cache, which is all the head needs. On a time limit or a pre-emption,
-submitit calls :meth:`StageJob.checkpoint` and requeues the same job, which resumes from the fine-tuning
-checkpoint its workspace holds.
+The job checks that it got the sender's environment and that the shared cache takes writes, prepares the
+workspace (:func:`spanft.cluster.workspace.prepare_workspace`), checks out the outputs of the stages it reads
+from the shared cache, and runs ``dvc repro --single-item STAGE``; DVC stores the outputs and a run-cache entry
+in the shared cache, which is all the head needs. On a time limit or a pre-emption, submitit calls
+:meth:`StageJob.checkpoint` and requeues the same job, which resumes from the fine-tuning checkpoint its
+workspace holds (checkpoints are taken every ``checkpoint_every_s`` seconds of training, not only at epoch ends).
+
+The run keeps its checkpoints until DVC has saved it (:mod:`spanft.train.finished`): a job stopped after the
+training finished but before DVC's commit resumes by saving the finished run (``dvc commit``), not by training
+again. Only then does the job clear the checkpoints.
 """
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import signal
 from dataclasses import dataclass
 from pathlib import Path
 
-from filelock import FileLock, Timeout
 from submitit.helpers import Checkpointable
 
+from spanft.cluster.joblock import exclusive
+from spanft.cluster.preflight import check_cache, check_job_environment
 from spanft.cluster.processes import run_group
+from spanft.cluster.stages import run_cached
 from spanft.cluster.workspace import prepare_workspace
 from spanft.errors import SpanftError
+from spanft.params.plan import CHECKPOINTS_DIR
 from spanft.threads import SHARING_ENV, thread_count
+from spanft.train.finished import CHECKPOINT_EVERY_ENV, FINISHED_FILE, KEEP_ENV, finished_run
+from spanft.train.preflight import RUN_MARKER
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
@@ -40,32 +52,57 @@ class StageJob(Checkpointable):
     processes: int = 1  # jobs sharing this node's cores at once (local jobs; a SLURM job has its own CPUs)
     remote: str = ""
     gpus: str | None = None  # local jobs: their CUDA_VISIBLE_DEVICES; None on SLURM, which sets it
+    checkpoint_every_s: int = 0  # seconds of training between checkpoints, mid-epoch too (0: epoch ends only)
+    token: str = ""  # the sender's environment token (spanft.cluster.preflight.ENVIRONMENT_TOKEN)
 
     def __call__(self) -> str:
+        check_job_environment(self.token)
+        check_cache(self.cache_dir)  # before anything trains: a run DVC cannot save is a run lost
         workspace = Path(self.workspace)
         workspace.parent.mkdir(parents=True, exist_ok=True)
-        try:  # one job per workspace, ever: a second one would pull the checkout from under the first
-            with FileLock(f"{workspace}.lock", timeout=0):
-                return self._run(workspace)
-        except Timeout:
-            raise SpanftError(f"{self.stage}: another job runs in {workspace}; this one did nothing") from None
+        # one job per workspace, ever: a second one would pull the checkout from under the first
+        with exclusive(Path(f"{workspace}.job"), self.stage):
+            return self._run(workspace)
 
     def _run(self, workspace: Path) -> str:
         prepare_workspace(Path(self.head_root), self.commit, Path(self.snapshot), workspace, self.cache_dir)
         code = os.pathsep.join(filter(None, [str(workspace / "src"), os.environ.get("PYTHONPATH")]))
         env = {**os.environ, SHARING_ENV: str(self.processes),
                "PYTHONPATH": code,  # the stage scripts import spanft from the commit, not the head's tree
-               "DVC_NO_ANALYTICS": "1", "TOKENIZERS_PARALLELISM": "false"}
+               "DVC_NO_ANALYTICS": "1", "TOKENIZERS_PARALLELISM": "false",
+               KEEP_ENV: "1", CHECKPOINT_EVERY_ENV: str(self.checkpoint_every_s)}
         # torch's count is the stage's own (spanft.threads); these keep numpy's BLAS and tokenizers within it too
         env.update({name: str(thread_count(0, env)) for name in THREAD_VARIABLES})
         if self.gpus is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.gpus
         if self.upstream:
             self._dvc(["checkout", *self.upstream], env)
-        self._dvc(["repro", "--single-item", self.stage], env)
+        attempt = {"stage": self.stage, "commit": self.commit, "snapshot": self.snapshot}
+        if self._finished_before(workspace, attempt):
+            print(f"spanft fanout job: {self.stage} finished training before the job was stopped: saving it "
+                  f"(dvc commit), not training again", flush=True)
+            self._dvc(["commit", "--force", self.stage], env)
+        else:
+            _forget_finished(workspace)  # a mark of an earlier attempt must never vouch for this one's outputs
+            _write_json(workspace / ATTEMPT_FILE, attempt)
+            self._dvc(["repro", "--single-item", self.stage], env)
+        if not run_cached(workspace, self.stage):
+            raise SpanftError(f"{self.stage}: dvc saved no run-cache entry for the run (is {self.cache_dir}/runs "
+                              f"writable?); its checkpoints are kept: send it again")
+        _clear_checkpoints(workspace)  # saved by DVC: only now may the checkpoints go
+        (workspace / ATTEMPT_FILE).unlink(missing_ok=True)
         if self.remote:
             self._dvc(["push", "--run-cache", "--remote", self.remote, self.stage], env)
         return self.stage
+
+    @staticmethod
+    def _finished_before(workspace: Path, attempt: dict) -> bool:
+        """An earlier attempt of this very stage, commit and snapshot finished training and left its run."""
+        try:
+            same = json.loads((workspace / ATTEMPT_FILE).read_text(encoding="utf-8")) == attempt
+        except (OSError, ValueError):
+            return False
+        return same and any(finished_run(folder, workspace) for folder in _checkpoint_dirs(workspace))
 
     def _dvc(self, args: list[str], env: dict) -> None:
         print(f"spanft fanout job: dvc {' '.join(args)}  (in {self.workspace})", flush=True)
@@ -74,6 +111,30 @@ class StageJob(Checkpointable):
         code = run_group(["dvc", *args], self.workspace, env, ignore=(time_limit_signal(),))
         if code != 0:
             raise SpanftError(f"{self.stage}: dvc {args[0]} exited with {code}")
+
+
+ATTEMPT_FILE = ".spanft-attempt.json"  # in a workspace: the stage, commit and snapshot its last attempt ran
+
+
+def _checkpoint_dirs(workspace: Path) -> list[Path]:
+    """The checkpoint directories of the workspace's run (a workspace runs one stage)."""
+    return [path.parent for path in (workspace / CHECKPOINTS_DIR).glob(f"**/{RUN_MARKER}")]
+
+
+def _forget_finished(workspace: Path) -> None:
+    for folder in _checkpoint_dirs(workspace):
+        (folder / FINISHED_FILE).unlink(missing_ok=True)
+
+
+def _clear_checkpoints(workspace: Path) -> None:
+    for folder in _checkpoint_dirs(workspace):
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _write_json(path: Path, value: dict) -> None:
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text(json.dumps(value), encoding="utf-8")
+    os.replace(partial, path)
 
 
 def time_limit_signal() -> signal.Signals:

@@ -16,9 +16,12 @@ from pathlib import Path
 from typing import Iterator
 
 from dvc.dependency.base import DependencyDoesNotExistError
+from ruamel.yaml import YAML
 from dvc.repo import Repo
 from dvc.stage.cache import RunCacheNotFoundError
 from dvc_data.hashfile.hash_info import HashInfo
+
+from spanft.cluster.workspace import LOCK_FILE
 
 TRAINING_SCRIPTS = ("pipeline/finetune.py", "pipeline/step_cost.py")
 
@@ -121,9 +124,29 @@ def forget_uncached_records(root: Path) -> list[str]:
             with _dvc_quiet():
                 applies = stage.changed() and _lock_applies(stage)
             if applies and not _lock_outputs_cached(stage) and _in_run_cache(repo, stage):
-                stage.dvcfile._lockfile.remove_stage(stage)
                 dropped.append(stage.addressing)
+        if dropped:
+            drop_lock_records(root / LOCK_FILE, dropped)
         return dropped
+
+
+def drop_lock_records(lock: Path, names: list[str]) -> None:
+    """Remove the named stages' records from ``dvc.lock``, through its documented file format (a YAML mapping
+    ``stages: {name: record}``; a matrix stage's name is its full address), round-tripped so the rest is kept."""
+    yaml = YAML()
+    tree = yaml.load(lock.read_text(encoding="utf-8"))
+    for name in names:
+        tree["stages"].pop(name, None)
+    partial = lock.with_name(lock.name + ".partial")
+    with partial.open("w", encoding="utf-8") as handle:
+        yaml.dump(tree, handle)
+    partial.replace(lock)
+
+
+def run_cached(root: Path, address: str) -> bool:
+    """Whether the run-cache holds the run of stage ``address`` on its dependencies as they are now in ``root``."""
+    with open_repo(root) as repo:
+        return any(_in_run_cache(repo, stage) for stage in repo.index.stages if stage.addressing == address)
 
 
 def stale_training_stages(root: Path) -> tuple[list[StaleStage], int, int]:

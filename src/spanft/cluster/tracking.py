@@ -11,6 +11,8 @@ accounting database that small clusters lack); a job squeue no longer lists has 
 from __future__ import annotations
 
 import getpass
+import json
+import shutil
 import subprocess
 import time
 from dataclasses import dataclass
@@ -36,6 +38,8 @@ class Submitted:
     outcome: str = ""  # '' while queued or running, then 'done' or why it failed
     exited_at: float | None = None  # when the scheduler first said it exited well (waiting for its result file)
     started: str = ""  # local: its controller process's start time, which with the pid names that process alone
+    workspace: str = ""  # the stage's workspace (where its checkpoints tell how far it got)
+    max_timeouts: int = 3  # requeues after a time limit that the job was allowed
 
     def __post_init__(self) -> None:
         if self.executor == "local" and not self.started:
@@ -62,17 +66,26 @@ def write_manifest(submission: Path, submitted: list[Submitted]) -> None:
     (submission.parent.parent / MANIFEST).write_text(text, encoding="utf-8")
 
 
-def still_active(folder: Path) -> dict[str, str]:
-    """Stage -> job id of every job of an earlier submission that is still queued or running."""
+@dataclass(frozen=True)
+class Active:
+    """A job of an earlier submission that is still queued or running."""
+
+    job: str
+    executor: str
+    submission: Path  # its submission's folder (submitit's files of the job are below it)
+
+
+def still_active(folder: Path) -> dict[str, Active]:
+    """Stage -> every job of an earlier submission that is still queued or running."""
     recorded = []
     for manifest in sorted((folder / "jobs").glob(f"*/{MANIFEST}")):
         for line in manifest.read_text(encoding="utf-8").splitlines()[1:]:
             fields = line.split("\t")
             if len(fields) in (4, 5):  # 4: written before local jobs recorded their start
-                recorded.append((*fields[:3], fields[4] if len(fields) == 5 else None))
-    slurm = {job for _, executor, job, _ in recorded if executor == "slurm"}
+                recorded.append((*fields[:3], fields[4] if len(fields) == 5 else None, manifest.parent))
+    slurm = {job for _, executor, job, _, _ in recorded if executor == "slurm"}
     live = slurm_states(slurm) if slurm else {}
-    return {stage: job for stage, executor, job, started in recorded
+    return {stage: Active(job, executor, submission) for stage, executor, job, started, submission in recorded
             if (live.get(job, "") in ACTIVE if executor == "slurm" else local_job_alive(job, started))}
 
 
@@ -124,29 +137,97 @@ def slurm_states(job_ids: set[str]) -> dict[str, str]:
     return {job: states.get(job, "COMPLETED") for job in job_ids}
 
 
-def scheduler_states(submitted: list[Submitted]) -> dict[str, str]:
-    """The scheduler's state of each unfinished SLURM job of this submission; {} for local jobs."""
+def scheduler_states(submitted: list[Submitted]) -> dict[str, str] | None:
+    """The scheduler's state of each unfinished SLURM job of this submission ({} for local jobs); None when
+    squeue failed (a busy or lost controller: no news this time, the jobs count as still running)."""
     ids = {s.job.job_id for s in submitted if not s.outcome and s.executor == "slurm"}
     try:
         return slurm_states(ids) if ids else {}
-    except SpanftError:  # a busy controller: no news this time (the jobs count as still running)
-        return {}
+    except SpanftError:
+        return None
 
 
 def outcome(entry: Submitted, states: dict[str, str]) -> str:
-    """'' while the job is queued or running; 'done'; or why it failed (its error, or the state it ended in)."""
+    """'' while the job is queued or running; 'done'; or why it failed, in its real cause's words."""
     job = entry.job
     if job.paths.result_pickle.exists():
         error = job.exception()
-        return "done" if error is None else log_error(job.paths.stderr) or error_line(str(error))
+        if error is None:
+            return "done"
+        if "timed-out too many times" in str(error):
+            return (f"timed out {entry.max_timeouts + 1} times{progress(Path(entry.workspace))}: raise "
+                    f"cluster.time_min (or cluster.max_timeouts), then run spanft fanout again (it resumes)")
+        return log_error(job.paths.stderr) or log_error(job.paths.stdout) or error_line(str(error))
     state = (states.get(job.job_id) or job.state).upper()
     if state in CLEAN_EXIT:
         entry.exited_at = entry.exited_at or time.monotonic()
         if time.monotonic() - entry.exited_at < RESULT_GRACE_SECONDS:
             return ""
     if state not in ACTIVE and state not in ("UNKNOWN", "READY"):
-        return f"ended without a result ({state.lower()}: cancelled, killed or out of time)"
+        return no_result_cause(job.paths.stderr, job.paths.stdout, state)
     return ""
+
+
+SYSTEM_CAUSES = {  # what a log says when the system, not the stage, stopped a job
+    "No space left on device": "no space left on device",
+    "Disk quota exceeded": "disk quota exceeded",
+    "Read-only file system": "a read-only file system",
+    "Out Of Memory": "out of memory (raise cluster.mem_gb)",
+    "oom-kill": "out of memory (raise cluster.mem_gb)",
+    "DUE TO TIME LIMIT": "its time limit, before it could requeue (raise cluster.signal_delay_s or cluster.time_min)",
+    "DUE TO PREEMPTION": "a pre-emption, before it could requeue",
+}
+
+
+def no_result_cause(stderr: Path, stdout: Path, state: str) -> str:
+    """Why a job that left no result ended: the cause its logs name, else the state it ended in."""
+    tails = [_tail(stderr), _tail(stdout)]
+    for needle, cause in SYSTEM_CAUSES.items():
+        for log, tail in zip((stderr, stdout), tails):
+            if any(needle in line for line in tail):
+                return f"ended without a result: {cause} (log {log})"
+    said = log_error(stderr) or log_error(stdout)
+    if said:
+        return f"ended without a result: {said}"
+    if not any(tails):
+        room = shutil.disk_usage(_existing(stderr.parent)).free
+        if room < 1 << 20:
+            return f"ended without a result: no space left on device in {stderr.parent} (its logs are empty)"
+        return (f"ended without a result ({state.lower()}) and wrote no log: it could not start (a site default such "
+                f"as SBATCH_EXPORT=NONE, or cluster.setup)")
+    return f"ended without a result ({state.lower()}: cancelled, killed or out of time)"
+
+
+def progress(workspace: Path) -> str:
+    """How far a run got: its latest checkpoint's epoch and step (``trainer_state.json``), or ''."""
+    def step(path: Path) -> int:
+        number = path.parent.name.removeprefix("checkpoint-")
+        return int(number) if number.isdigit() else -1
+
+    states = sorted(workspace.glob("data/checkpoints/**/checkpoint-*/trainer_state.json"), key=step)
+    if not states:
+        return ", with no checkpoint written (each allocation ended before the first)"
+    try:
+        state = json.loads(states[-1].read_text(encoding="utf-8"))
+        return (f", last checkpoint epoch {state['epoch']:.2f} of {state['num_train_epochs']} "
+                f"(step {state['global_step']} of {state['max_steps']})")
+    except (OSError, ValueError, KeyError, TypeError):
+        return ""
+
+
+def _existing(path: Path) -> Path:
+    while not path.exists() and path != path.parent:
+        path = path.parent
+    return path
+
+
+def _tail(log: Path, size: int = 65536) -> list[str]:
+    try:
+        with log.open("rb") as handle:
+            handle.seek(max(0, log.stat().st_size - size))
+            return handle.read().decode("utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
 
 
 def error_line(text: str) -> str:
@@ -158,12 +239,7 @@ def error_line(text: str) -> str:
 
 def log_error(log: Path) -> str | None:
     """The stage's own error line in the job's log (``spanft: error: ...``), else DVC's (``ERROR: ...``)."""
-    try:
-        with log.open("rb") as handle:
-            handle.seek(max(0, log.stat().st_size - 65536))
-            tail = handle.read().decode("utf-8", errors="replace").splitlines()
-    except OSError:
-        return None
+    tail = _tail(log)
     for prefix in ("spanft: error:", "ERROR:"):
         found = [line.strip() for line in tail if line.startswith(prefix)]
         if found:

@@ -12,6 +12,7 @@ head's. A stage keeps its workspace from one submission to the next, so its fine
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 from dataclasses import dataclass
@@ -132,6 +133,9 @@ def _run(cwd: Path, command: list[str]) -> None:
 
 
 def cache_dir(root: Path) -> str:
-    """The head's DVC cache directory (``dvc cache dir``), which the jobs share."""
+    """The head's DVC cache directory (``dvc cache dir``), which the jobs share; inside the project it is named
+    under ``root`` as given (symbolic links kept), not under the target DVC may have resolved it to."""
     with Repo(str(root)) as repo:
-        return str(Path(repo.cache.local_cache_dir).resolve())
+        cache = os.path.abspath(repo.cache.local_cache_dir)
+        inside = os.path.relpath(cache, os.path.abspath(repo.root_dir))
+    return str(root / inside) if not inside.startswith("..") else cache

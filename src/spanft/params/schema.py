@@ -83,7 +83,8 @@ SCHEMA: dict[str, Any] = {
                 "figure2": {"tasks": _STRS, "examples": _INT}},
     "cluster": {"executor": _STR, "partition": _STR, "account": _STR, "gpus_per_job": _INT, "cpus_per_job": _INT,
                 "mem_gb": _INT, "time_min": _INT, "max_parallel": _INT, "folder": _STR, "remote": _STR,
-                "setup": _STRS},
+                "setup": _STRS, "signal_delay_s": _INT, "checkpoint_every_s": _INT, "startup_s": _INT,
+                "max_timeouts": _INT, "scheduler_patience_s": _INT},
 }
 
 

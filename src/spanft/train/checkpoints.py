@@ -22,6 +22,7 @@ from transformers import TrainerCallback
 from spanft.data.registry import TaskSpec
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open, check_output_location
+from spanft.train.finished import FINISHED_FILE
 from spanft.train.options import FinetuneOptions
 from spanft.train.preflight import RUN_MARKER, check_checkpoint_dir
 
@@ -54,6 +55,44 @@ class ElapsedCallback(TrainerCallback):
             seconds = self.offset + time.perf_counter() - self.start
             with atomic_open(checkpoint / ELAPSED_FILE) as handle:
                 handle.write(json.dumps({"seconds": seconds}))
+
+
+class WallClockSaves(TrainerCallback):
+    """A checkpoint once ``every_s`` seconds of training have passed since the last one, mid-epoch too, so that a
+    job whose time limit is shorter than an epoch still advances from one requeue to the next. Resuming from such
+    a checkpoint continues the same batches (the Trainer skips those of the epoch already seen, and restores the
+    random state), so the run ends as an uninterrupted one would. Every process of a distributed run takes the
+    main process's decision, or the processes would not save together."""
+
+    def __init__(self, every_s: float):
+        self.every_s = every_s
+        self.last = time.monotonic()
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        self.last = time.monotonic()
+
+    def on_step_end(self, args, state, control, **kwargs):
+        due = time.monotonic() - self.last >= self.every_s
+        if _main_says(due):
+            control.should_save = True
+        return control
+
+    def on_save(self, args, state, control, **kwargs):
+        self.last = time.monotonic()
+
+
+def wall_clock_saves(every_s: float) -> list[TrainerCallback]:
+    """The callbacks for checkpoints by wall time: none when ``every_s`` is 0 (epoch ends only)."""
+    return [WallClockSaves(every_s)] if every_s > 0 else []
+
+
+def _main_says(flag: bool) -> bool:
+    """The main process's ``flag``, in every process (itself in a single process)."""
+    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
+        return flag
+    box = [flag]
+    dist.broadcast_object_list(box, src=0)
+    return bool(box[0])
 
 
 def barrier() -> None:
@@ -197,4 +236,5 @@ def _remove_our_files(directory: Path) -> None:
     """The run's checkpoints, tensorboard leftovers of older transformers, then the marker (last)."""
     for child in [*directory.glob("checkpoint-*"), *directory.glob("runs")]:
         shutil.rmtree(child, ignore_errors=True)
+    (directory / FINISHED_FILE).unlink(missing_ok=True)
     (directory / RUN_MARKER).unlink(missing_ok=True)

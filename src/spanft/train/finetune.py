@@ -50,7 +50,9 @@ from spanft.train.checkpoints import (
     clear_checkpoints,
     elapsed_seconds,
     prepare_checkpoint_dir,
+    wall_clock_saves,
 )
+from spanft.train.finished import checkpoint_every_s, keep_finished_checkpoints, mark_finished
 from spanft.train.options import FinetuneOptions, span_config_for
 from spanft.train.precision import device_name
 from spanft.train.preflight import preflight
@@ -148,7 +150,8 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
         eval_dataset=_model_columns(datasets[selection]),
         data_collator=SpanCollator(tokenizer, max_span_len=span_config.max_span_len),
         compute_metrics=selection_metrics(task, frames[selection]),
-        callbacks=[ElapsedCallback(start, offset), timer, *options.extra_callbacks],
+        callbacks=[ElapsedCallback(start, offset), timer, *wall_clock_saves(checkpoint_every_s()),
+                   *options.extra_callbacks],
     )
     phases.mark("build model")
     trainer.train(resume_from_checkpoint=resume)
@@ -176,7 +179,10 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     phases.mark("predict")
     if main:
         write_run_directory(out, frames, written, summary)
-        clear_checkpoints(options.checkpoint_path())
+        if keep_finished_checkpoints():  # a fan-out job clears them once DVC has saved the run
+            mark_finished(options.checkpoint_path(), out)
+        else:
+            clear_checkpoints(options.checkpoint_path())
     phases.mark("write")
     log.info("finetune phases: %s; of the training, %.2f s in %d optimizer steps", phases.line(),
              sum(timer.walls), len(timer.walls))

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+from pathlib import Path
 
 import safetensors.torch
 import torch
-from transformers import PreTrainedModel, Trainer, TrainingArguments
+from transformers import PreTrainedModel, Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer import TRAINING_ARGS_NAME
 from transformers.utils import SAFE_WEIGHTS_NAME
 
@@ -35,6 +37,20 @@ class SpanTrainer(Trainer):
     Trainer's non-strict ``load_state_dict`` on resume / best-model loading fills the tied twin.
     """
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.add_callback(_LossCarriedOver(self))
+
+    def _save_checkpoint(self, model, trial) -> None:
+        """Also keep the training loss summed since the last log: a checkpoint taken mid-epoch (by wall time)
+        would otherwise lose the first part of that epoch's mean training loss when the run resumes from it."""
+        super()._save_checkpoint(model, trial)
+        loss = getattr(self, "_tr_loss", None)
+        if loss is not None:
+            folder = Path(self.args.output_dir) / f"checkpoint-{self.state.global_step}"
+            state = {"loss_sum": float(loss.item()), "last_logged": self._globalstep_last_logged}
+            (folder / _loss_file(self.args.process_index)).write_text(json.dumps(state), encoding="utf-8")
+
     def _get_train_sampler(self, train_dataset=None):
         dataset = train_dataset if train_dataset is not None else self.train_dataset
         args = self.args
@@ -58,6 +74,24 @@ class SpanTrainer(Trainer):
         if key in output.metrics and output.predictions is not None and output.label_ids is not None:
             output.metrics[key] = _exact_loss(self.model.span_config, output.predictions, output.label_ids)
         return output
+
+
+def _loss_file(process: int) -> str:
+    return f"spanft_loss-{process}.json"
+
+
+class _LossCarriedOver(TrainerCallback):
+    """On resuming from a checkpoint, the training loss summed since the last log before it (each process its own)."""
+
+    def __init__(self, trainer: SpanTrainer):
+        self.trainer = trainer
+
+    def on_train_begin(self, args, state, control, **kwargs):
+        saved = Path(args.output_dir) / f"checkpoint-{state.global_step}" / _loss_file(args.process_index)
+        if state.global_step > 0 and saved.is_file() and hasattr(self.trainer, "_tr_loss"):
+            carried = json.loads(saved.read_text(encoding="utf-8"))
+            self.trainer._tr_loss += carried["loss_sum"]
+            self.trainer._globalstep_last_logged = carried["last_logged"]
 
 
 def _exact_loss(span_config, logits, labels) -> float:

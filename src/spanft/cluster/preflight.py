@@ -1,0 +1,157 @@
+"""What ``spanft fanout`` checks before it spends anything: each check takes a moment and refuses in one line that
+names the cause and the fix, before the upstream stages run and before a job is sent.
+
+- the scheduler answers (``squeue --me``);
+- the job folder and the shared DVC cache (its files and its run-cache) can be written from here; each job checks
+  the cache again before it trains (:func:`check_writable`), so an unwritable cache never costs a training;
+- the job folder has room for the checkpoints of the jobs that run at once (from the backbones' sizes);
+- the jobs get this shell's environment: a site's ``SBATCH_EXPORT=NONE`` is lifted for the submission
+  (:func:`submission_environment`), and every job checks that it got it;
+- the time limit leaves time to train: time limit - signal lead - start-up >= one checkpoint interval.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+import yaml
+
+from spanft.errors import SpanftError
+from spanft.params.cluster import ClusterSettings
+
+log = logging.getLogger("spanft")
+
+SCHEDULER_TIMEOUT_S = 20
+CHECKPOINTS_PER_RUN = 2  # the best epoch's and the last one (save_total_limit=1 keeps the best besides)
+COPIES_PER_CHECKPOINT = 3  # the weights, and the optimizer's two moments (Adam)
+ENVIRONMENT_TOKEN = "SPANFT_FANOUT_SUBMISSION"  # set here, checked by each job: it got this shell's environment
+EXPORT_VARIABLES = ("SBATCH_EXPORT", "SLURM_EXPORT_ENV")  # site defaults that would keep the environment from jobs
+
+
+def check_time_limit(settings: ClusterSettings, executor: str) -> None:
+    """A job must have time to train past its start-up and reach a checkpoint before its time-limit signal."""
+    lead = settings.signal_delay_s if executor == "slurm" else 0
+    left = settings.time_min * 60 - lead - settings.startup_s
+    if left < settings.checkpoint_every_s:
+        raise SpanftError(
+            f"cluster.time_min {settings.time_min}: a job has {settings.time_min * 60} s, less the time-limit "
+            f"signal's lead ({lead} s, cluster.signal_delay_s) and its start-up (~{settings.startup_s} s, "
+            f"cluster.startup_s) leaves {left} s to train, under one checkpoint interval "
+            f"({settings.checkpoint_every_s} s, cluster.checkpoint_every_s): no requeue would get further; raise "
+            f"time_min or lower checkpoint_every_s")
+
+
+def check_scheduler() -> None:
+    """SLURM's controller answers ``squeue --me``, within seconds."""
+    command = ["squeue", "--me", "--noheader", "--format=%i"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=SCHEDULER_TIMEOUT_S)
+    except FileNotFoundError:
+        raise SpanftError("squeue is not on the PATH: run spanft fanout where SLURM's commands are (a login node), "
+                          "or use --executor local") from None
+    except subprocess.TimeoutExpired:
+        raise SpanftError(f"SLURM does not answer: squeue --me took over {SCHEDULER_TIMEOUT_S} s; nothing was run "
+                          f"or sent: try again when the controller is back (or check SLURM_CONF)") from None
+    if done.returncode != 0:
+        said = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        raise SpanftError(f"SLURM does not answer: squeue --me failed ({said}); nothing was run or sent: try again "
+                          f"when the controller is back (or check SLURM_CONF)")
+
+
+def check_writable(folder: Path, what: str, fix: str) -> None:
+    """A file can be created in ``folder`` (or, where it does not exist yet, in its nearest existing parent):
+    a real write, which a read-only mount, a full disk or an exhausted quota refuse as they would refuse DVC."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    try:
+        with tempfile.NamedTemporaryFile(dir=existing, prefix=".spanft-write-check-") as handle:
+            handle.write(b"x")
+            handle.flush()
+            os.fsync(handle.fileno())
+    except OSError as error:
+        raise SpanftError(f"{what} {folder}: cannot be written ({error.strerror or error}); {fix}") from None
+
+
+def check_cache(cache: str) -> None:
+    """The shared DVC cache takes files (the runs' outputs) and run-cache entries (what the join restores)."""
+    fix = ("make it writable (or free space), or point the head at a cache of your own: "
+           "dvc cache dir --local PATH")
+    for part in ("files", "runs"):
+        check_writable(Path(cache) / part, "the DVC cache", fix)
+
+
+def backbone_bytes(root: Path, backbones: set[str]) -> dict[str, int]:
+    """Each backbone's size: its folder's files where it is built already, else what dvc.lock records for it."""
+    sizes = {}
+    try:
+        lock = yaml.safe_load((root / "dvc.lock").read_text(encoding="utf-8")) or {}
+    except (OSError, yaml.YAMLError):
+        lock = {}
+    recorded = {out.get("path"): out.get("size") for stage in (lock.get("stages") or {}).values()
+                for out in (stage.get("outs") or []) if isinstance(out, dict)}
+    for name in backbones:
+        folder = root / "data" / "backbones" / name
+        if folder.is_dir():
+            sizes[name] = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+        elif isinstance(recorded.get(f"data/backbones/{name}"), int):
+            sizes[name] = recorded[f"data/backbones/{name}"]
+    return sizes
+
+
+def check_room(folder: Path, per_job: int, parallel: int) -> None:
+    """The job folder's disk holds the checkpoints of ``parallel`` jobs of ``per_job`` bytes each."""
+    existing = folder
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    free, need = shutil.disk_usage(existing).free, per_job * parallel
+    if free < need:
+        raise SpanftError(
+            f"cluster.folder {folder}: {_gb(free)} free, but {parallel} jobs at once keep checkpoints of about "
+            f"{_gb(need)} ({_gb(per_job)} each: {CHECKPOINTS_PER_RUN} checkpoints of {COPIES_PER_CHECKPOINT}x the "
+            f"backbone); free space there, lower --jobs / cluster.max_parallel, or set cluster.folder elsewhere")
+
+
+def checkpoint_bytes(root: Path, backbones: set[str]) -> int | None:
+    """The largest checkpoint directory one job keeps, or None while a backbone's size is unknown."""
+    sizes = backbone_bytes(root, backbones)
+    if set(sizes) != backbones:
+        return None
+    return max(sizes.values(), default=0) * CHECKPOINTS_PER_RUN * COPIES_PER_CHECKPOINT
+
+
+def _gb(size: int) -> str:
+    return f"{size / 1e9:.1f} GB"
+
+
+@contextlib.contextmanager
+def submission_environment(token: str) -> Iterator[None]:
+    """Submit with this shell's environment for the jobs: a site default ``SBATCH_EXPORT=NONE`` (or
+    ``SLURM_EXPORT_ENV``) would start them without the PATH and virtual environment they need. The variables
+    are lifted for the submission alone; ``token`` is what each job checks it received."""
+    saved = {name: os.environ.pop(name) for name in EXPORT_VARIABLES if name in os.environ}
+    limited = {name: value for name, value in saved.items() if value.strip().upper() not in ("ALL", "")}
+    if limited:
+        log.info("fanout: %s in your environment: the jobs are sent with your whole environment all the same "
+                 "(they need its PATH and virtual environment)", ", ".join(f"{k}={v}" for k, v in limited.items()))
+    os.environ[ENVIRONMENT_TOKEN] = token
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+def check_job_environment(token: str) -> None:
+    """In the job: it must have got the environment of the shell that sent it."""
+    if token and os.environ.get(ENVIRONMENT_TOKEN) != token:
+        raise SpanftError("the job did not get your environment (a site default such as SBATCH_EXPORT=NONE, or a "
+                          "prolog that resets it): put the lines that set it up (module load ..., source "
+                          "VENV/bin/activate) in cluster.setup")
