@@ -38,7 +38,7 @@ def _hub_mode_restored(monkeypatch):
 # because module fixtures are built once per process; the files below each run a whole `dvc repro` in theirs
 # (3-5 min of a busy worker) and go first, so that no worker picks one up near the end while the others idle.
 # The bad-input cases share nothing, and are spread case by case to fill the gaps.
-START_FIRST = ("test_graph.py", "test_fanout.py", "test_real_path.py")
+START_FIRST = ("test_graph.py", "test_fanout.py", "test_fanout_timelimit.py", "test_real_path.py")
 CASE_BY_CASE = frozenset({"test_bad_input.py"})
 
 

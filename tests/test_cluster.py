@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -489,3 +490,185 @@ def test_the_join_never_fine_tunes_on_the_head(dvc_head):
     (dvc_head / "params.yaml").write_text("lr: 2\n")  # edited while the jobs ran
     with pytest.raises(SpanftError, match="1 training stages are stale after the jobs ended"):
         refuse_stale_join(dvc_head, sent)
+
+
+# --- checks before anything is spent (spanft.cluster.preflight), failure causes, the watch's deadline ---
+
+
+@pytest.mark.parametrize("minutes, delay, startup, every, refused", [
+    (1, 90, 60, 1200, True),   # the case a user met: the signal came inside the job's own start-up, for ever
+    (60, 90, 60, 1200, False),
+    (30, 90, 60, 1650, False),  # 1800 - 150 = 1650: exactly one interval is enough
+    (30, 90, 60, 1651, True),
+])
+def test_a_time_limit_that_leaves_no_checkpoint_interval_is_refused(minutes, delay, startup, every, refused):
+    from spanft.cluster.preflight import check_time_limit
+
+    settings = ClusterSettings(time_min=minutes, signal_delay_s=delay, startup_s=startup, checkpoint_every_s=every)
+    if refused:
+        with pytest.raises(SpanftError, match=rf"cluster.time_min {minutes}: a job has {minutes * 60} s, .*"
+                                              rf"leaves {minutes * 60 - delay - startup} s to train"):
+            check_time_limit(settings, "slurm")
+    else:
+        check_time_limit(settings, "slurm")
+    check_time_limit(ClusterSettings(time_min=1, startup_s=0, checkpoint_every_s=60), "local")  # no signal lead
+
+
+def test_an_unwritable_folder_or_cache_is_named_with_its_cause(tmp_path):
+    from spanft.cluster.preflight import check_cache, check_writable
+
+    with pytest.raises(SpanftError, match=r"the DVC cache /sys/fs/x/cache/files: cannot be written \(") as error:
+        check_cache("/sys/fs/x/cache")  # /sys: not writable, even by root
+    assert "dvc cache dir --local" in str(error.value) and "\n" not in str(error.value)
+    check_writable(tmp_path / "not" / "yet", "cluster.folder", "fix")  # the nearest existing parent takes files
+    assert list(tmp_path.iterdir()) == []  # and the check leaves nothing
+
+
+def test_the_job_folder_needs_room_for_the_checkpoints_of_the_jobs_at_once(tmp_path, monkeypatch):
+    from spanft.cluster import preflight
+
+    (tmp_path / "data" / "backbones" / "big").mkdir(parents=True)
+    (tmp_path / "data" / "backbones" / "big" / "model.safetensors").write_bytes(b"\0" * 1000)
+    (tmp_path / "dvc.lock").write_text("schema: '2.0'\nstages:\n  b:\n    outs:\n    - path: data/backbones/huge\n"
+                                       "      size: 5000\n", encoding="utf-8")
+    assert preflight.backbone_bytes(tmp_path, {"big", "huge", "unknown"}) == {"big": 1000, "huge": 5000}
+    assert preflight.checkpoint_bytes(tmp_path, {"big", "unknown"}) is None
+    per_job = preflight.checkpoint_bytes(tmp_path, {"big", "huge"})
+    assert per_job == 5000 * preflight.CHECKPOINTS_PER_RUN * preflight.COPIES_PER_CHECKPOINT
+    usage = type("Usage", (), {"free": per_job * 4})
+    monkeypatch.setattr(preflight.shutil, "disk_usage", lambda path: usage)
+    preflight.check_room(tmp_path / ".fanout", per_job, 4)
+    with pytest.raises(SpanftError, match=r"cluster.folder .*: 0.0 GB free, but 5 jobs at once keep checkpoints"):
+        preflight.check_room(tmp_path / ".fanout", per_job, 5)
+
+
+def test_a_site_default_that_keeps_the_environment_from_jobs_is_lifted_for_the_submission_alone(monkeypatch):
+    from spanft.cluster.preflight import ENVIRONMENT_TOKEN, check_job_environment, submission_environment
+
+    monkeypatch.setenv("SBATCH_EXPORT", "NONE")
+    monkeypatch.setenv("SLURM_EXPORT_ENV", "NONE")
+    monkeypatch.delenv(ENVIRONMENT_TOKEN, raising=False)
+    with submission_environment("sub-1"):
+        assert "SBATCH_EXPORT" not in os.environ and "SLURM_EXPORT_ENV" not in os.environ
+        check_job_environment("sub-1")  # a job started now gets it
+    assert os.environ["SBATCH_EXPORT"] == "NONE" and os.environ["SLURM_EXPORT_ENV"] == "NONE"
+    monkeypatch.delenv(ENVIRONMENT_TOKEN)
+    with pytest.raises(SpanftError, match=r"the job did not get your environment .* in cluster.setup"):
+        check_job_environment("sub-1")
+
+
+class _Finished:
+    """A submitit job whose result file holds ``error``, with logs in ``folder``."""
+
+    def __init__(self, folder: Path, error: Exception | None, err: str = "", out: str = ""):
+        self.job_id, self.state = "9_0", "FAILED"
+        result = folder / "9_0_result.pkl"
+        if error is not None or not (err or out):
+            result.write_bytes(b"")
+        self._error = error
+        (folder / "9_0.err").write_text(err)
+        (folder / "9_0.out").write_text(out)
+        self.paths = type("Paths", (), {"result_pickle": result, "stderr": folder / "9_0.err",
+                                        "stdout": folder / "9_0.out"})()
+
+    def exception(self):
+        return self._error
+
+
+def test_a_job_that_timed_out_too_often_says_how_far_it_got_and_what_to_change(tmp_path):
+    from submitit.core.utils import UncompletedJobError
+
+    from spanft.cluster.tracking import Submitted, outcome
+
+    workspace = tmp_path / "ws"
+    for step, epoch in ((24, 1.0), (36, 1.5)):
+        folder = workspace / "data" / "checkpoints" / "glue" / f"checkpoint-{step}"
+        folder.mkdir(parents=True)
+        (folder / "trainer_state.json").write_text(json.dumps(
+            {"epoch": epoch, "num_train_epochs": 3, "global_step": step, "max_steps": 72}))
+    error = UncompletedJobError("Job not requeued because: timed-out too many times.")
+    entry = Submitted("glue_sf@tiny-cola-1", _Finished(tmp_path, error), workspace=str(workspace), max_timeouts=3)
+    assert outcome(entry, {}) == ("timed out 4 times, last checkpoint epoch 1.50 of 3 (step 36 of 72): raise "
+                                  "cluster.time_min (or cluster.max_timeouts), then run spanft fanout again "
+                                  "(it resumes)")
+    (tmp_path / "9_0_result.pkl").unlink()
+    (tmp_path / "9_0_result.pkl").write_bytes(b"")
+    entry = Submitted("glue_sf@tiny-cola-1", _Finished(tmp_path, error), workspace=str(tmp_path / "none"))
+    assert "with no checkpoint written (each allocation ended before the first)" in outcome(entry, {})
+
+
+@pytest.mark.parametrize("err, out, free, said", [
+    ("", "OSError: [Errno 28] No space left on device: '/x'\n", 10**9, "ended without a result: no space left on device"),
+    ("slurmstepd: error: Detected 1 oom-kill event(s)\n", "", 10**9, "out of memory (raise cluster.mem_gb)"),
+    ("", "", 0, "no space left on device in"),  # .fanout full: the logs themselves are empty
+    ("", "", 10**9, "wrote no log: it could not start (a site default such as SBATCH_EXPORT=NONE, or cluster.setup)"),
+    ("ERROR: failed to reproduce 'x': oops\n", "", 10**9, "ended without a result: ERROR: failed to reproduce"),
+])
+def test_a_job_without_a_result_is_told_by_the_cause_its_logs_name(tmp_path, monkeypatch, err, out, free, said):
+    from spanft.cluster import tracking
+
+    job = _Finished(tmp_path, None, err, out)
+    job.paths.result_pickle.unlink(missing_ok=True)
+    monkeypatch.setattr(tracking.shutil, "disk_usage", lambda path: type("Usage", (), {"free": free}))
+    assert said in tracking.outcome(tracking.Submitted("s", job), {"9_0": "FAILED"})
+
+
+def test_a_lost_scheduler_ends_the_watch_within_its_patience_and_leaves_the_jobs_alone(monkeypatch):
+    from spanft.cluster import fanout as module
+
+    cancelled = []
+    job = type("Job", (), {"job_id": "5_0", "cancel": lambda self, check: cancelled.append(1)})()
+    entry = type("Entry", (), {"outcome": "", "job": job, "stage": "s"})()
+    monkeypatch.setattr(module, "scheduler_states", lambda submitted: None)
+    monkeypatch.setattr(module, "outcome", lambda entry, states: "")  # still queued, as far as anyone knows
+    monkeypatch.setattr(module, "POLL_SECONDS", 0.05)
+    started = time.monotonic()
+    with pytest.raises(module.SchedulerLost, match=r"squeue has failed for 1 s .*the jobs may still run: run spanft "
+                                                   r"fanout again to watch them again \(nothing is sent twice\)"):
+        module.watch([entry], lambda: None, 1, patience_s=1)
+    assert 1 <= time.monotonic() - started < 3 and cancelled == []
+
+
+def test_jobs_get_the_paths_as_the_user_gave_them_not_symlink_resolved(tmp_path, monkeypatch):
+    from spanft.cli.cluster import logical_path
+
+    real = tmp_path / "real"
+    real.mkdir()
+    (tmp_path / "mounted").symlink_to(real)
+    monkeypatch.chdir(tmp_path / "mounted")
+    monkeypatch.setenv("PWD", str(tmp_path / "mounted"))
+    assert logical_path(".") == tmp_path / "mounted"
+    assert ClusterSettings(folder=".fanout").folder_path(logical_path(".")) == tmp_path / "mounted" / ".fanout"
+    monkeypatch.setenv("PWD", "/elsewhere")  # a stale PWD: the real directory, never another one
+    assert logical_path(".") == real
+
+
+def test_the_jobs_commit_is_pinned_against_gc_until_every_run_is_saved(head):
+    from spanft.cluster.fanout import pin, unpin
+
+    first = git(head, "rev-parse", "HEAD").strip()
+    pin(head, first, head / "jobs" / "20260101-000000-1")
+    git(head, "commit", "-q", "--amend", "-m", "rewritten")  # the jobs' commit is now on no branch
+    git(head, "reflog", "expire", "--expire=now", "--all")
+    git(head, "gc", "-q", "--prune=now")
+    assert git(head, "cat-file", "-t", first).strip() == "commit"
+    unpin(head)
+    git(head, "gc", "-q", "--prune=now")
+    gone = subprocess.run(["git", "cat-file", "-t", first], cwd=head, capture_output=True, text=True)
+    assert gone.returncode != 0
+
+
+def test_a_failing_dvc_index_is_one_line(tmp_path, monkeypatch, capsys):
+    import sqlite3
+
+    import spanft.cluster.fanout
+    from spanft.cli import main
+
+    def broken(*args, **kwargs):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(spanft.cluster.fanout, "fanout", broken)
+    (tmp_path / "params.yaml").write_text((ROOT / "params.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    assert main(["fanout", "--root", str(tmp_path), "--executor", "local"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("spanft: error:") and "DVC's index failed (disk I/O error)" in err and "\n" not in err

@@ -27,6 +27,7 @@ from test_graph import ROOT, dvc, new_project, ran_stages, reduced_params
 SLURM_SCRIPT = ROOT / "scripts" / "slurm-one-node.sh"
 FINETUNE = {"glue_baseline@tiny-cola-1", "glue_sf@tiny-cola-1", "glue_baseline@tiny-mrpc-1", "glue_sf@tiny-mrpc-1"}
 TRAINING = FINETUNE | {"step_cost"}  # the stages jobs run: fine-tuning, and Table 3's step costs
+TRAINING_GROUPS = {name.split("@")[0] for name in TRAINING}
 KILLED = "glue_sf@tiny-cola-1"
 KILLED_RUN = "data/runs/glue/tiny/cola/sf/seed1"
 
@@ -45,8 +46,8 @@ def fanout_params() -> dict:
     return params
 
 
-def committed_project(path: Path) -> Path:
-    project = new_project(path, fanout_params())
+def committed_project(path: Path, params: dict | None = None) -> Path:
+    project = new_project(path, params or fanout_params())
     (project / ".gitignore").write_text("__pycache__/\n/data/*\n!/data/raw/\n/.fanout/\n", encoding="utf-8")
     git(project, "add", "-A")
     git(project, "commit", "-qm", "fan-out test project")
@@ -108,7 +109,7 @@ def head_after_serial(serial: Path, path: Path) -> Path:
         shutil.rmtree(path / made_by_jobs)
     (path / "data" / "step_cost.json").unlink()
     lock = yaml.safe_load((path / "dvc.lock").read_text(encoding="utf-8"))
-    for stage in TRAINING:
+    for stage in [name for name in lock["stages"] if name.split("@")[0] in TRAINING_GROUPS]:
         for out in lock["stages"][stage]["outs"]:
             out["md5"] = "f" * 32 + (".dir" if out["md5"].endswith(".dir") else "")
     for stage in ("submission@tiny", "report"):

@@ -1,0 +1,69 @@
+"""A SLURM time limit shorter than an epoch: every job still finishes, and its run equals an uninterrupted one.
+
+A one-node SLURM (scripts/slurm-one-node.sh, its one-node form: the multi-node paths are tests/test_fanout.py's)
+runs a small embedded project whose two fine-tuning runs train for longer than a job may: a time limit of one
+minute, the time-limit signal 45 s before it, so each allocation trains for about half a minute at most. Jobs
+checkpoint every 3 s of training (mid-epoch: an epoch is longer than an allocation), submitit requeues them on
+the signal, and each requeue resumes from the last checkpoint. The runs must end with the metrics, the
+per-epoch history (training loss included) and the predictions of the same runs trained without interruption.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+import pytest
+from test_fanout import (
+    SLURM_SCRIPT,
+    committed_project,
+    env_for,
+    fanout_params,
+    head_after_serial,
+    manifest,
+    run_fanout,
+    slurm_conf,
+)
+from test_graph import dvc
+
+RUNS = {"glue_baseline@tiny-cola-1": "data/runs/glue/tiny/cola/baseline/seed1",
+        "glue_sf@tiny-cola-1": "data/runs/glue/tiny/cola/sf/seed1"}
+
+
+def long_epoch_params() -> dict:
+    params = fanout_params()
+    params["tasks"] = {"cola": "glue_data/CoLA"}
+    params["studies"]["glue"]["tasks"] = ["cola"]
+    params["reports"]["mcnemar_tasks"] = [task for task in params["reports"]["mcnemar_tasks"] if task == "cola"]
+    params["data"]["synthetic"]["train_size"] = 2400  # an epoch of CoLA: longer than a job's half minute here
+    params["hparams"] = {"cola": {**params["hparams"]["cola"], "epochs": 2}}
+    params["cluster"].update({"time_min": 1, "signal_delay_s": 45, "startup_s": 5, "checkpoint_every_s": 3,
+                              "max_timeouts": 30})
+    return params
+
+
+@pytest.mark.slow
+def test_a_time_limit_shorter_than_an_epoch_still_finishes_every_run_as_if_uninterrupted(tmp_path_factory, tmp_path):
+    conf, folder = slurm_conf(tmp_path_factory, nodes=1)
+    try:
+        serial = committed_project(tmp_path / "serial", long_epoch_params())
+        dvc(serial, "repro")
+        project = head_after_serial(serial, tmp_path / "head")
+        env = env_for(project, {"SLURM_CONF": conf})
+        code, output = run_fanout(project, ["--executor", "slurm", "--jobs", "2", "--cpus", "1", "--mem-gb", "2"],
+                                  env, timeout=1200)
+        assert code == 0, output
+        requeued = 0
+        for stage, run in RUNS.items():
+            ours, reference = (json.loads((p / run / "metrics.json").read_text()) for p in (project, serial))
+            assert (ours["resumed_from"] or "").startswith("checkpoint-"), (stage, ours["resumed_from"])
+            for key in ("metrics", "eval_loss", "best_epoch", "history"):
+                assert ours[key] == reference[key], (stage, key)
+            for split in ("validation.tsv", "test.tsv"):
+                assert (project / run / "predictions" / split).read_text() == \
+                       (serial / run / "predictions" / split).read_text()
+            log = manifest(project)[stage][1]
+            requeued += open(log.replace(".err", ".out"), encoding="utf-8").read().count("Requeued")
+        assert requeued >= 2, requeued
+    finally:
+        subprocess.run(["bash", str(SLURM_SCRIPT), "stop", str(folder)], check=False)
