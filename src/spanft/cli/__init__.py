@@ -8,6 +8,7 @@ User mistakes raise :class:`spanft.errors.SpanftError` and are printed as one li
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import logging
 import sys
 from typing import Sequence
@@ -26,10 +27,18 @@ def build_parser() -> argparse.ArgumentParser:
                 report.add_grid_command, cluster.add_fanout]
     parser = argparse.ArgumentParser(prog="spanft", description=__doc__.splitlines()[0])
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in commands:
         add(sub)
     return parser
+
+
+def _version() -> str:
+    try:
+        return importlib.metadata.version("spanft")
+    except importlib.metadata.PackageNotFoundError:  # run from a source tree without installing
+        return "(not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
