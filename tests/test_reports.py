@@ -480,7 +480,7 @@ def test_figure_data_and_metrics(tree):
     row = scores[(scores["task"] == "mrpc") & (scores["method"] == "random") & (scores["dict_size"] == 20000)].iloc[0]
     expected = np.mean([read_metrics(tree, "dictsize", "tiny", "mrpc", "random-20000", s)["metrics"]["validation"]["f1"]
                         for s in SEEDS])
-    assert row["score"] == pytest.approx(100 * expected, abs=1e-6)
+    assert row["score"] == pytest.approx(100 * expected, abs=1e-6) and row["metric"] == "F1"
     metrics = json.loads((out / "metrics.json").read_text())
     cola_glue = metrics["glue"]["tiny"]["cola"]
     base = np.mean([read_metrics(tree, "glue", "tiny", "cola", "baseline", s)["metrics"]["validation"]["mcc"] for s in SEEDS])
@@ -664,7 +664,7 @@ def test_a_study_without_backbones_reads_no_runs(tree):
     files = build_reports(params, tree / "runs", tree / "segmented")
     table8 = pd.read_csv(io.StringIO(files["tables/table8.csv"].decode()), comment="#")
     assert table8.empty
-    assert files["plots/dictsize_score.csv"].decode() == "backbone,task,method,dict_size,score\n"
+    assert files["plots/dictsize_score.csv"].decode() == "backbone,task,metric,method,dict_size,score\n"
     assert json.loads(files["metrics.json"])["ner"] == {}
     assert files["figures/figure4.png"][:4] == b"\x89PNG"
 
