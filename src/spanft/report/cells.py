@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from spanft.params.plan import CHANGED
 from spanft.report.runs import Summary
 from spanft.report.verdict import interval_level, signed
 
@@ -36,7 +37,10 @@ def significance_note(examples: str = "dev examples") -> str:
 
 
 def profile_line(profile: str) -> str:
-    return PROFILE_LINES.get(profile, f"Profile: {profile}.")
+    """The reports' first line: the profile's words, then the params changed from its file."""
+    profile, _, changed = profile.partition(CHANGED)
+    line = PROFILE_LINES.get(profile, f"Profile: {profile}.")
+    return f"{line} Changed from profiles/{profile.split(' ')[0]}.yaml: {changed}." if changed else line
 
 
 # ------------------------------------------------------------------------------------------- cells
