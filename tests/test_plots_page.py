@@ -113,6 +113,6 @@ def test_a_headless_browser_draws_every_line_with_the_network_cut(shown):
     dom = done.stdout
     assert done.returncode == 0 and 'class="vega-embed' in dom, done.stderr[-2000:]
     assert dom.count('aria-roledescription="line mark"') == 2 * 2 + 2  # Figure 4: task x method; Figure 3: tasks
-    for label in (">n-gram<", ">random<", ">mrpc (F1, tiny)<", ">cola (MCC, tiny)<"):
+    for label in (">n-gram (solid)<", ">random (dashed)<", ">mrpc (F1, tiny)<", ">cola (MCC, tiny)<"):
         assert label in dom, label
     assert "titled 'dictionary size (n-grams kept)'" in dom
