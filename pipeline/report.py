@@ -7,11 +7,9 @@
 """
 
 import argparse
-import dataclasses
 import sys
 
-from spanft.params.changes import changed_from_profile
-from spanft.params.plan import Plan
+from spanft.params.changes import with_changes
 from spanft.params.stage import run_stage
 from spanft.report.build import write_reports
 
@@ -27,11 +25,6 @@ def main() -> int:
     args = parser.parse_args()
     return run_stage(lambda plan: write_reports(with_changes(plan), args.runs, args.segmented, args.out,
                                                 corpus_record=args.corpus_record, step_cost_file=args.step_cost))
-
-
-def with_changes(plan: Plan) -> Plan:
-    """The plan, knowing which params differ from its profile's file (the reports' header names them)."""
-    return dataclasses.replace(plan, changed=tuple(changed_from_profile(plan.origin)))
 
 
 if __name__ == "__main__":

@@ -37,12 +37,10 @@ def test_params_yaml_is_the_embedded_profile():
 
 
 HEADER_SCRIPT = textwrap.dedent("""\
-    import dataclasses, sys
-    from spanft.params.changes import changed_from_profile
+    from spanft.params.changes import with_changes
     from spanft.params.plan import load_plan
     from spanft.report.cells import profile_line
-    plan = load_plan("params.yaml")
-    plan = dataclasses.replace(plan, changed=tuple(changed_from_profile("params.yaml")))
+    plan = with_changes(load_plan("params.yaml"))  # as pipeline/report.py and spanft report do
     open("header.txt", "w").write(profile_line(plan.profile_label) + "\\n")
 """)
 

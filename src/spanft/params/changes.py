@@ -4,14 +4,21 @@ header (``changed: dict_size=100000``)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
 from spanft.errors import SpanftError
 from spanft.params.load import load_params, parse_params
+from spanft.params.plan import Plan
 from spanft.params.profiles import PROFILES_DIR, resolve_packaged_paths
 
 _MISSING = object()
+
+
+def with_changes(plan: Plan) -> Plan:
+    """The plan, knowing which params differ from its profile's file (its ``profile_label`` names them)."""
+    return dataclasses.replace(plan, changed=tuple(changed_from_profile(plan.origin)))
 
 
 def changed_from_profile(params_file: str | Path) -> list[str]:
