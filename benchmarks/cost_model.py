@@ -46,133 +46,52 @@ import numpy as np
 import pandas as pd
 
 from spanft.errors import SpanftError
-from spanft.params.hparams import HParams
-from spanft.params.plan import Plan, PlannedRun, load_plan
+from spanft.params import cost
+from spanft.params.cost import (
+    REFERENCE_BATCH,
+    REFERENCE_LEN,
+    TRAIN_EXAMPLES,
+    CostModelError,
+    StepFit,
+    backbone_size,
+    fit_step_times,
+    wall_clock_hours,
+)
+from spanft.params.plan import Plan, load_plan
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_padding import padded_tokens_per_step  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "RESULTS.md"
 
-# Training examples of the public datasets (SNLI: gold label -1 dropped; CoNLL-2003: sentences).
-TRAIN_EXAMPLES = {
-    "cola": 8551, "sst2": 67349, "mrpc": 3668, "stsb": 5749, "qqp": 363846, "mnli": 392702, "qnli": 104743,
-    "rte": 2490, "wnli": 635, "snli": 549367, "conll2003": 14041,
-}
-REFERENCE_BATCH, REFERENCE_LEN = 32, 128
-
-
-class CostModelError(Exception):
-    """An option or input the model cannot use (printed as one line, as the plan's SpanftError is)."""
-
 
 @dataclass(frozen=True)
-class Assumptions:
-    step_ms_base: float  # training step of a base backbone, batch 32 x 128, baseline head
-    large_factor: float
-    sf_overhead: float  # step time with the span module / without
-    eval_fraction: float = 0.10
-    # share of a step that does not grow with its tokens (kernel launches, optimizer), per size; 0 = linear
-    fixed_share: Mapping[str, float] = field(default_factory=dict)
+class Assumptions(cost.Assumptions):
     # measured training-example lengths (sub-tokens, specials included) per task; absent: padded to the cap
     lengths: Mapping[str, np.ndarray] = field(default_factory=dict, compare=False)
-
-    def check(self) -> None:
-        for name in ("step_ms_base", "large_factor", "sf_overhead"):
-            if not getattr(self, name) > 0:
-                raise CostModelError(f"--{name.replace('_', '-')} must be positive, got {getattr(self, name)}")
-        if self.eval_fraction < 0:
-            raise CostModelError(f"--eval-fraction must be >= 0, got {self.eval_fraction}")
-
-
-# ------------------------------------------------------------------------------------------------ cost
-
-
-def backbone_size(name: str, plan: Plan) -> str:
-    """``large`` when the backbone's name or hub id (``backbones.hub.<name>.hub_id``) says so, else ``base``."""
-    spec = plan.backbones.get(name)
-    hub_id = spec.settings.get("hub_id", "") if spec is not None and spec.source == "hub" else ""
-    label = f"{name} {hub_id}".lower()
-    return "large" if "large" in label else "base"
-
-
-def train_steps(task: str, hparams: HParams) -> int:
-    if task not in TRAIN_EXAMPLES:
-        raise CostModelError(f"task {task}: no public train size known ({', '.join(TRAIN_EXAMPLES)})")
-    return math.ceil(TRAIN_EXAMPLES[task] / hparams.batch_size) * hparams.epochs
 
 
 def tokens_per_step(task: str, batch: int, max_seq_len: int, assumptions: Assumptions) -> float:
     """Tokens of a training batch after dynamic padding: from the task's measured lengths, else the cap."""
-    if task not in assumptions.lengths:
+    if task not in getattr(assumptions, "lengths", {}):
         return float(batch * max_seq_len)
     return _grouped_tokens(assumptions.lengths[task].tobytes(), batch, max_seq_len)
 
 
 @lru_cache(maxsize=None)
 def _grouped_tokens(lengths: bytes, batch: int, max_seq_len: int) -> float:
+    from bench_padding import padded_tokens_per_step  # loads transformers: only when lengths were measured
+
     capped = np.minimum(np.frombuffer(lengths, dtype=np.int64), max_seq_len)
     return padded_tokens_per_step(capped, batch)
 
 
-def step_ms(run: PlannedRun, plan: Plan, assumptions: Assumptions) -> float:
-    """Milliseconds of one training step of this run."""
-    hparams = plan.hparams[run.task]
-    batch, max_len = hparams.batch_size, hparams.max_seq_len
-    size = backbone_size(run.backbone, plan)
-    fixed = assumptions.fixed_share.get(size, 0.0)
-    scale = tokens_per_step(run.task, batch, max_len, assumptions) / (REFERENCE_BATCH * REFERENCE_LEN)
-    ms = assumptions.step_ms_base * (fixed + (1 - fixed) * scale)
-    if size == "large":
-        ms *= assumptions.large_factor
-    return ms if run.variant == "baseline" else ms * assumptions.sf_overhead
-
-
 def cost_table(plan: Plan, assumptions: Assumptions) -> pd.DataFrame:
-    """One row per run: its steps, step time and GPU-hours (evaluation included)."""
-    assumptions.check()
-    rows = []
-    for run in plan.runs():
-        steps = train_steps(run.task, plan.hparams[run.task])
-        ms = step_ms(run, plan, assumptions)
-        hours = steps * ms * (1 + assumptions.eval_fraction) / 3_600_000
-        rows.append({"study": run.study, "backbone": run.backbone, "task": run.task, "variant": run.variant,
-                     "seed": run.seed, "size": backbone_size(run.backbone, plan), "steps": steps, "step_ms": ms,
-                     "gpu_hours": hours})
-    return pd.DataFrame(rows, columns=["study", "backbone", "task", "variant", "seed", "size", "steps", "step_ms",
-                                       "gpu_hours"])
+    """One row per run: its steps, step time and GPU-hours (evaluation included), with measured lengths."""
+    return cost.cost_table(plan, assumptions, lambda task, batch, cap: tokens_per_step(task, batch, cap, assumptions))
 
 
 # ------------------------------------------------------------------------------------------------ measured inputs
-
-
-@dataclass(frozen=True)
-class StepFit:
-    """A measured step-time line of one backbone size: ms = fixed + per_token x tokens (baseline head)."""
-
-    fixed_ms: float
-    per_token_ms: float
-    sf_overhead: float
-    points: int
-    device: str
-
-    def at(self, tokens: float) -> float:
-        return self.fixed_ms + self.per_token_ms * tokens
-
-
-def fit_step_times(timings: dict, size: str) -> StepFit:
-    """Least-squares line through the baseline steps of ``bench_step.py``'s GPU rows of one size."""
-    prefix = {"base": "bert-base-gpu", "large": "bert-large-gpu"}[size]  # the 32 x T rows and the grouped one
-    rows = [row for name, row in timings.items() if name.startswith(prefix)]
-    if len(rows) < 2:
-        raise CostModelError(f"--timings: fewer than two '{prefix}' rows: run bench_step.py on a GPU")
-    tokens = np.array([row["tokens_per_step"] for row in rows])
-    ms = np.array([row["baseline_mean_s"] * 1000 for row in rows])
-    slope, intercept = np.polyfit(tokens, ms, 1)
-    if slope < 0:  # steps that do not grow with tokens: a flat line at the mean
-        slope, intercept = 0.0, float(ms.mean())
-    overhead = float(np.mean([row["sf_mean_s"] / row["baseline_mean_s"] for row in rows]))
-    return StepFit(float(intercept), float(slope), overhead, len(rows), rows[0].get("device", "?"))
 
 
 def measured_assumptions(timings: dict, eval_fraction: float, lengths: Mapping[str, np.ndarray]) -> Assumptions:
@@ -267,19 +186,6 @@ def report(plan: Plan, table: pd.DataFrame, assumptions: Assumptions, gpu: str, 
     ]
     lines += inputs or _token_lines(assumptions)
     return "\n".join(lines)
-
-
-def wall_clock_hours(hours: list[float], gpus: int) -> float:
-    """Hours until the last run ends when ``gpus`` run at once, each run going, in order, to the first GPU free.
-
-    That is how a SLURM job array with ``%gpus`` (``spanft fanout``, one GPU a job) fills up: in submission
-    order, never reordered. Model loading and queue waits are not counted.
-    """
-    free_at = [0.0] * gpus
-    for run in hours:
-        first = min(range(gpus), key=free_at.__getitem__)
-        free_at[first] += run
-    return max(free_at, default=0.0)
 
 
 def wall_clock_lines(table: pd.DataFrame, gpus: int) -> list[str]:

@@ -1,5 +1,6 @@
 """Stage report: every table and figure of the paper from the runs (params ``profile``, ``studies``,
-``reports``, ``dict_sizes``, ``chunker``, ``backbones``).
+``reports``, ``dict_sizes``, ``chunker``, ``backbones``); the header names every param that differs from
+``profiles/<profile>.yaml``.
 
     python pipeline/report.py data/runs data/segmented reports --corpus-record data/corpus/provenance.json \
         --step-cost data/step_cost.json
@@ -8,6 +9,7 @@
 import argparse
 import sys
 
+from spanft.params.changes import with_changes
 from spanft.params.stage import run_stage
 from spanft.report.build import write_reports
 
@@ -21,7 +23,7 @@ def main() -> int:
     parser.add_argument("--step-cost", default=None, help="the step_cost stage's file: Table 3's side-by-side "
                                                           "step costs")
     args = parser.parse_args()
-    return run_stage(lambda plan: write_reports(plan, args.runs, args.segmented, args.out,
+    return run_stage(lambda plan: write_reports(with_changes(plan), args.runs, args.segmented, args.out,
                                                 corpus_record=args.corpus_record, step_cost_file=args.step_cost))
 
 

@@ -68,11 +68,11 @@ def dvc(project: Path, *args: str, check: bool = True) -> subprocess.CompletedPr
 
 
 def new_project(project: Path, params: dict) -> Path:
-    """A copy of the graph (dvc.yaml, pipeline/, src/, data/raw/) with ``params`` as its params.yaml."""
+    """A copy of the graph (dvc.yaml, pipeline/, src/, data/raw/, profiles/) with ``params`` as its params.yaml."""
     project.mkdir(parents=True, exist_ok=True)
     for name in ("dvc.yaml", ".dvcignore"):
         shutil.copy(ROOT / name, project / name)
-    for name in ("src", "pipeline", "data/raw"):
+    for name in ("src", "pipeline", "data/raw", "profiles"):
         shutil.copytree(ROOT / name, project / name, ignore=shutil.ignore_patterns("*.egg-info", "__pycache__"))
     shutil.copytree(ROOT / ".dvc", project / ".dvc", ignore=shutil.ignore_patterns("tmp", "cache", "config.local"))
     (project / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False), encoding="utf-8")

@@ -125,6 +125,14 @@ def test_study_naming_an_undefined_backbone(tree):
 def test_unknown_task(tree):
     tree["tasks"] = {**tree["tasks"], "squad": "squad"}
     assert "unknown task 'squad'" in _error(tree)
+    tree["tasks"] = {**tree["tasks"], "cloa": "glue_data/CoLA"}
+    del tree["tasks"]["squad"]
+    assert "tasks: unknown task 'cloa' (did you mean cola?)" in _error(tree)
+
+
+def test_a_study_task_misspelt_is_answered_with_did_you_mean(tree):
+    tree["studies"]["glue"]["tasks"] = ["cola", "mrcp"]
+    assert "studies.glue.tasks: 'mrcp' is not in tasks (did you mean mrpc?)" in _error(tree)
 
 
 def test_tasks_map_each_task_to_its_folder(tree):

@@ -480,7 +480,7 @@ def test_figure_data_and_metrics(tree):
     row = scores[(scores["task"] == "mrpc") & (scores["method"] == "random") & (scores["dict_size"] == 20000)].iloc[0]
     expected = np.mean([read_metrics(tree, "dictsize", "tiny", "mrpc", "random-20000", s)["metrics"]["validation"]["f1"]
                         for s in SEEDS])
-    assert row["score"] == pytest.approx(100 * expected, abs=1e-6)
+    assert row["score"] == pytest.approx(100 * expected, abs=1e-6) and row["metric"] == "F1"
     metrics = json.loads((out / "metrics.json").read_text())
     cola_glue = metrics["glue"]["tiny"]["cola"]
     base = np.mean([read_metrics(tree, "glue", "tiny", "cola", "baseline", s)["metrics"]["validation"]["mcc"] for s in SEEDS])
@@ -664,7 +664,7 @@ def test_a_study_without_backbones_reads_no_runs(tree):
     files = build_reports(params, tree / "runs", tree / "segmented")
     table8 = pd.read_csv(io.StringIO(files["tables/table8.csv"].decode()), comment="#")
     assert table8.empty
-    assert files["plots/dictsize_score.csv"].decode() == "backbone,task,method,dict_size,score\n"
+    assert files["plots/dictsize_score.csv"].decode() == "backbone,task,metric,method,dict_size,score\n"
     assert json.loads(files["metrics.json"])["ner"] == {}
     assert files["figures/figure4.png"][:4] == b"\x89PNG"
 
@@ -1012,3 +1012,56 @@ def test_every_report_method_reads_a_variant_its_study_runs():
     assert [(m.label, m.variant) for m in methods(7)] == [
         ("CNN-Max", "sf-cnn-max"), ("CNN-CNN", "sf"), ("Attention-Max", "sf-attention-max"),
         ("Attention-Attention", "sf-attention-attention")]
+
+
+# ------------------------------------------------------------------------------------------- words a reader trips on
+
+
+ONE_OF_MANY = re.compile(r"(?<![\d.])1 (seeds|runs|columns|dev columns|tasks|threads|cores|processes)\b")
+
+
+def _one_seed_params(profile: str, data: str) -> dict:
+    params = copy.deepcopy(PARAMS)
+    params["profile"], params["data"] = profile, {"source": data}
+    for study in params["studies"].values():
+        study["seeds"] = [1]
+    return params
+
+
+def _table_rows(markdown: str) -> list[list[str]]:
+    return [[cell.strip() for cell in line.strip("|").split("|")] for line in markdown.splitlines()
+            if line.startswith("|")]
+
+
+@pytest.mark.parametrize("profile, data", [("embedded", "synthetic"), ("small", "local")])
+def test_one_seed_reports_have_no_plural_slips_nor_a_best_run_row(tree, profile, data):
+    files = build_reports(_one_seed_params(profile, data), tree / "runs", tree / "segmented")
+    text = "\n".join(files[name].decode() for name in files if name.endswith(".md"))
+    assert ONE_OF_MANY.findall(text) == [] and "1 seed" in text
+    assert "its the" not in text and "chance of the examples it is scored on" in text
+    table1 = files["tables/table1.md"].decode()
+    statistics = [row[2] for row in _table_rows(table1)[2:] if len(row) > 2]
+    assert "best run (seed)" not in statistics and "mean ± sd (1 seed)" in statistics
+    assert "Best run:" not in table1
+
+
+def test_two_seeds_keep_the_best_run_row(tree):
+    table1 = (tree / "out/tables/table1.md").read_text()
+    assert "best run (seed)" in [row[2] for row in _table_rows(table1)[2:] if len(row) > 2]
+    assert "mean ± sd (2 seeds)" in table1 and "Best run:" in table1
+
+
+def test_synthetic_data_shows_no_ours_minus_paper(tree):
+    synthetic = build_reports(_one_seed_params("embedded", "synthetic"), tree / "runs", tree / "segmented")
+    real = build_reports(_one_seed_params("small", "local"), tree / "runs", tree / "segmented")
+    for name in ("tables/table5.md", "tables/table6.md", "tables/table7.md", "tables/table8.md"):
+        assert "ours − paper" not in synthetic[name].decode(), name
+        assert "ours − paper" in real[name].decode(), name  # the same runs on real data keep it
+    assert "paper (dev)" in synthetic["tables/table6.md"].decode()  # the paper's own row stays
+
+
+def test_count_of_agrees_with_the_number():
+    from spanft.english import count_of
+
+    assert [count_of(n, "seed") for n in (0, 1, 2)] == ["0 seeds", "1 seed", "2 seeds"]
+    assert count_of(1, "process", "processes") == "1 process" and count_of(3, "process", "processes") == "3 processes"

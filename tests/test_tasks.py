@@ -70,8 +70,17 @@ def test_splits():
 
 
 def test_unknown_task_lists_the_valid_names():
-    with pytest.raises(SpanftError, match="unknown task 'mnli-m'; valid tasks: cola, sst2, mrpc, stsb, qqp, mnli"):
+    with pytest.raises(SpanftError, match=r"unknown task 'mnli-m' \(did you mean mnli\?\); valid tasks: cola, sst2, mrpc, "
+                                          "stsb, qqp, mnli"):
         get_task("mnli-m")
+    with pytest.raises(SpanftError, match="unknown task 'xyzzy'; valid tasks: cola,"):
+        get_task("xyzzy")  # nothing close: no guess
+
+
+@pytest.mark.parametrize("typo, meant", [("cloa", "cola"), ("sst-2", "sst2"), ("conll03", "conll2003"), ("QNLI", "qnli")])
+def test_a_misspelt_task_is_answered_with_did_you_mean(typo, meant):
+    with pytest.raises(SpanftError, match=rf"unknown task '{typo}' \(did you mean {meant}\?\)"):
+        get_task(typo)
 
 
 def test_submission_stems_cover_the_leaderboard():

@@ -24,8 +24,10 @@ def check_params(args: argparse.Namespace) -> int:
 
 
 def add_profile(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("profile", help="switch profiles: copy profiles/NAME.yaml to params.yaml (embedded | paper)")
-    p.add_argument("name", metavar="NAME", help="a file stem under profiles/: embedded, paper")
+    p = sub.add_parser("profile", help="switch profiles: copy profiles/NAME.yaml to params.yaml (embedded | small | "
+                                       "paper)")
+    p.add_argument("name", metavar="NAME", help="a file stem under profiles/: embedded (synthetic data, CPU), small "
+                                                "(real data, a small encoder, a laptop), paper (the paper's backbones)")
     p.add_argument("--root", default=".", help="project root (holds profiles/ and params.yaml)")
     p.set_defaults(run=profile)
 

@@ -46,11 +46,12 @@ def check_report_folder(out: str) -> None:
 
 
 def report(args: argparse.Namespace) -> int:
+    from spanft.params.changes import with_changes
     from spanft.params.plan import load_plan
     from spanft.report.build import write_reports
 
     check_report_folder(args.out)
-    write_reports(load_plan(args.params), args.runs, args.segmented, args.out, paper_values=args.paper_values,
+    write_reports(with_changes(load_plan(args.params)), args.runs, args.segmented, args.out, paper_values=args.paper_values,
                   corpus_record=args.corpus_record, step_cost_file=args.step_cost)
     return 0
 

@@ -31,6 +31,7 @@ test predictions; train and the dev splits (:attr:`TaskSpec.required_splits`) mu
 
 from __future__ import annotations
 
+import difflib
 from dataclasses import dataclass
 from typing import Literal
 
@@ -387,7 +388,14 @@ def get_task(name: str) -> TaskSpec:
     try:
         return TASKS[name]
     except KeyError:
-        raise SpanftError(f"unknown task {name!r}; valid tasks: {', '.join(TASKS)}") from None
+        raise SpanftError(unknown_task(name)) from None
+
+
+def unknown_task(name: object) -> str:
+    """``unknown task 'cloa' (did you mean cola?); valid tasks: ...``: the message for a name not registered."""
+    close = difflib.get_close_matches(str(name).lower(), list(TASKS), n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    return f"unknown task {name!r}{hint}; valid tasks: {', '.join(TASKS)}"
 
 
 def submission_splits() -> dict[str, tuple[TaskSpec, SplitSpec]]:

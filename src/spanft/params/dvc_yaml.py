@@ -20,8 +20,9 @@ BEGIN = "  # >>> fine-tuning groups, generated from spanft/params/plan.py by `sp
 END = "  # <<< fine-tuning groups"
 
 # The code every fine-tuning stage runs (tests/test_stage_deps.py checks it against the imports).
-CODE_DEPS = ("pipeline/finetune.py", "src/spanft/__init__.py", "src/spanft/errors.py", "src/spanft/fileio.py",
-             "src/spanft/threads.py", "src/spanft/params", "src/spanft/data", "src/spanft/model", "src/spanft/train")
+CODE_DEPS = ("pipeline/finetune.py", "src/spanft/__init__.py", "src/spanft/errors.py", "src/spanft/english.py",
+             "src/spanft/fileio.py", "src/spanft/threads.py", "src/spanft/params", "src/spanft/data",
+             "src/spanft/model", "src/spanft/train")
 
 
 PARAMS_CHECKED = "data/params-checked.txt"  # the check_params stage's output: every stage runs after the check

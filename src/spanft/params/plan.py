@@ -28,6 +28,7 @@ from spanft.params.cluster import ClusterSettings, settings_from_params
 from spanft.params.hparams import HParams, checked_hparams
 from spanft.params.schema import FIXED_TASKS, check_params_file
 
+CHANGED = "; changed: "  # in a profile label: the params that differ from the profile's file follow
 PARAMS_FILE = "params.yaml"  # DVC runs every stage at the project root
 
 # ---------------------------------------------------------------------------------------------- the variant table
@@ -234,6 +235,7 @@ class Plan:
     reports: Reports
     cluster: ClusterSettings
     origin: str = PARAMS_FILE  # the file the plan was read from: a run or backbone it lacks is named with it
+    changed: tuple[str, ...] = ()  # ``key=value`` that differ from the profile's file (the reports name them)
 
     @property
     def synthetic(self) -> bool:
@@ -247,7 +249,8 @@ class Plan:
         contradicting = [f"{key} {value}" for key, value in (("data.source", self.data.source),
                                                              ("corpus.source", self.corpus.source))
                          if (value == "synthetic") != synthetic_profile]
-        return f"{self.profile} (edited: {', '.join(contradicting)})" if contradicting else self.profile
+        label = f"{self.profile} (edited: {', '.join(contradicting)})" if contradicting else self.profile
+        return f"{label}{CHANGED}{', '.join(self.changed)}" if self.changed else label
 
     def study(self, name: str) -> Study:
         return self.studies[name]

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spanft.data.registry import TASKS
+from spanft.data.registry import TASKS, unknown_task
 from spanft.data.tagger_sources import check_tagger_source
 from spanft.errors import SpanftError
 from spanft.params import ids
@@ -328,7 +328,7 @@ def _check_real_data(tree: dict, path) -> None:
                           f"describe the synthetic language); with a real corpus use conll or nltk")
     for task in tree["data"]["revisions"]:
         if task not in TASKS:
-            raise SpanftError(f"{path}: data.revisions: unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
+            raise SpanftError(f"{path}: data.revisions: {unknown_task(task)}")
 
 
 def _check_folders(tree: dict, path) -> None:
@@ -350,7 +350,7 @@ def _check_references(tree: dict, path) -> None:
     tasks = tree["tasks"]
     for task in tasks:
         if task not in TASKS:
-            raise SpanftError(f"{path}: tasks: unknown task {task!r}; valid tasks: {', '.join(TASKS)}")
+            raise SpanftError(f"{path}: tasks: {unknown_task(task)}")
     for task in tree["hparams"]:
         if task not in TASKS:
             close = difflib.get_close_matches(str(task), list(TASKS), n=1)
@@ -366,7 +366,9 @@ def _check_references(tree: dict, path) -> None:
             continue
         for task in study_tasks:
             if task not in tasks:
-                raise SpanftError(f"{path}: studies.{study}.tasks: {task!r} is not in tasks (prepared tasks: "
+                close = difflib.get_close_matches(str(task), list(tasks), n=1)
+                hint = f" (did you mean {close[0]}?)" if close else ""
+                raise SpanftError(f"{path}: studies.{study}.tasks: {task!r} is not in tasks{hint} (prepared tasks: "
                                   f"{', '.join(tasks)})")
             if task not in tree["hparams"]:
                 raise SpanftError(f"{path}: hparams.{task} is missing (studies.{study} fine-tunes {task})")
@@ -392,9 +394,7 @@ def _check_report_lists(tree: dict, path) -> None:
     for dotted in ("reports.mcnemar_tasks", "reports.figure2.tasks"):
         for task in _get(tree, dotted):
             if task not in TASKS:
-                close = difflib.get_close_matches(str(task), list(TASKS), n=1)
-                hint = f" (did you mean {close[0]}?)" if close else ""
-                raise SpanftError(f"{path}: {dotted}: unknown task {task!r}{hint}; valid tasks: {', '.join(TASKS)}")
+                raise SpanftError(f"{path}: {dotted}: {unknown_task(task)}")
             if task not in tree["tasks"]:
                 raise SpanftError(f"{path}: {dotted}: {task!r} is not in tasks (prepared tasks: "
                                   f"{', '.join(tree['tasks'])})")

@@ -41,6 +41,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from spanft.data.provenance import read_corpus_record
+from spanft.english import count_of
 from spanft.fileio import atomic_open, check_output_location
 from spanft.params.plan import Plan
 from spanft.report import dev_test_tables, figures, glue_tables, significance_tables
@@ -286,7 +287,7 @@ def inputs_lines(runs: list[Run]) -> list[str]:
             inputs = {}
         _add(backbones, describe(inputs.get("backbone")), run.backbone)
         _add(data, describe(inputs.get("data")), run.task)
-    runs_text = f"{len(runs)} runs read" + (f", {missing} without an inputs record" if missing else "")
+    runs_text = f"{count_of(len(runs), 'run')} read" + (f", {missing} without an inputs record" if missing else "")
     return [f"- Backbones: {_grouped(backbones)}", f"- Data: {_grouped(data)}", f"- Runs: {runs_text}"]
 
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from spanft.params.plan import CHANGED
 from spanft.report.runs import Summary
 from spanft.report.verdict import interval_level, signed
 
@@ -27,14 +28,19 @@ PROFILE_LINES = {
 }
 
 
-SIGNIFICANCE_NOTE = ("95% CI of the gain in the mean over seeds: Welch's t over per-seed scores (README "
-                     "\"Significance\"; each run's score already carries its dev examples' chance); an Avg's "
-                     "interval tests each seed's average over the columns. With 1 seed in an arm: the paired "
-                     "bootstrap of dev examples, which speaks of these runs, not of the method.")  # GLUE, dev/test
+def significance_note(examples: str = "dev examples") -> str:
+    """The tables' note on their intervals; ``examples``: what the 1-seed bootstrap resamples."""
+    return ("95% CI of the gain in the mean over seeds: Welch's t over per-seed scores (README \"Significance\"; "
+            "each run's score already carries the chance of the examples it is scored on); an Avg's interval tests "
+            "each seed's average over the columns. With 1 seed in an arm: the paired bootstrap of "
+            f"{examples}, which speaks of these runs, not of the method.")
 
 
 def profile_line(profile: str) -> str:
-    return PROFILE_LINES.get(profile, f"Profile: {profile}.")
+    """The reports' first line: the profile's words, then the params changed from its file."""
+    profile, _, changed = profile.partition(CHANGED)
+    line = PROFILE_LINES.get(profile, f"Profile: {profile}.")
+    return f"{line} Changed from profiles/{profile.split(' ')[0]}.yaml: {changed}." if changed else line
 
 
 # ------------------------------------------------------------------------------------------- cells

@@ -13,8 +13,8 @@ from pathlib import Path
 import pandas as pd
 
 from spanft.data.registry import get_task
+from spanft.english import count_of
 from spanft.report.cells import (
-    SIGNIFICANCE_NOTE,
     Table,
     ci_cell,
     csv_number,
@@ -22,6 +22,7 @@ from spanft.report.cells import (
     gain_fields,
     mean_sd,
     paper_cell,
+    significance_note,
 )
 from spanft.report.context import DEFAULT_ENCODER, Comparison, Method, ReportContext, methods
 from spanft.report.paper import METRIC_NAMES, PaperTable
@@ -78,11 +79,10 @@ def dev_test_table(context: ReportContext, number: int, title: str, study: str, 
                                     f"{spec.name} dev {METRIC_NAMES[metric]}", dev, len(seeds), paper,
                                     f"dev, {who}", synthetic=context.synthetic))
     notes = [f"{spec.name} {METRIC_NAMES[metric]} x 100 on the {splits['dev']} (dev) and test splits; "
-             f"mean ± sd over {len(seeds)} seeds (sample sd). The paper's columns are the same splits, so "
-             f"ours − paper is shown.",
+             f"{_seeds_words(len(seeds))}. {_difference_words(context.synthetic)}",
              "Test: metrics.json when it scores the split, else the test predictions scored when they carry "
              "gold labels, else —.",
-             SIGNIFICANCE_NOTE.replace("dev examples", "the split's examples")]
+             significance_note("the split's examples")]
     return Table(number, title, pd.DataFrame(rows), pd.DataFrame(data), notes, verdicts)
 
 
@@ -96,8 +96,9 @@ def _method_row(context: ReportContext, label: dict, method: Method, runs: list[
         summary = summarize(split_score(run, split, metric) for run in runs)
         paper = math.nan if paper_row is None else paper_row.value(name)
         row |= {f"{name.capitalize()} {METRIC_NAMES[metric]}": mean_sd(summary),
-                f"{name.capitalize()} (paper)": paper_cell(paper),
-                f"{name.capitalize()}: ours − paper": difference(100 * summary.mean, paper)}
+                f"{name.capitalize()} (paper)": paper_cell(paper)}
+        if not context.synthetic:  # synthetic data is not the paper's: no difference to show
+            row[f"{name.capitalize()}: ours − paper"] = difference(100 * summary.mean, paper)
         data.append({"backbone": backbone, "paper_backbone": context.plan.paper_name(backbone),
                      "method": method.key, "variant": method.variant, "split": split, "metric": metric,
                      "statistic": "ours", "n_seeds": summary.n, "mean_pct": csv_number(summary.mean),
@@ -116,12 +117,23 @@ def _pair_row(context: ReportContext, label: dict, first: Method, second: Method
         result = _split_comparison(context, runs[first.key], runs[second.key], split, metric)
         paper = _paper_difference(context, paper_table, backbone, first, second, name, stand_in=False)[0]
         row |= {f"{name.capitalize()} {METRIC_NAMES[metric]}": ci_cell(result),
-                f"{name.capitalize()} (paper)": difference(paper, 0.0),
-                f"{name.capitalize()}: ours − paper": ""}
+                f"{name.capitalize()} (paper)": difference(paper, 0.0)}
+        if not context.synthetic:
+            row[f"{name.capitalize()}: ours − paper"] = ""
         data.append({"backbone": backbone, "paper_backbone": context.plan.paper_name(backbone),
                      "method": f"{second.key}-{first.key}", "split": split, "metric": metric,
                      "statistic": "gain", "paper_pct": csv_number(paper, 1.0), **gain_fields(result)})
     return row, data
+
+
+def _seeds_words(n: int) -> str:
+    return f"mean ± sd over {count_of(n, 'seed')} (sample sd)" if n > 1 else f"{count_of(n, 'seed')} (no sd)"
+
+
+def _difference_words(synthetic: bool) -> str:
+    if synthetic:
+        return "The paper's columns are the same splits, but synthetic data is not the paper's: no difference is shown."
+    return "The paper's columns are the same splits, so ours − paper is shown."
 
 
 def _split_comparison(context: ReportContext, runs_a: list[Run], runs_b: list[Run], split: str,

@@ -28,6 +28,7 @@ from spanft.data.registry import get_task
 from spanft.errors import SpanftError
 from spanft.params.plan import Plan, sweep_variant
 from spanft.report.cells import profile_line
+from spanft.report.paper import METRIC_NAMES
 from spanft.report.runs import load_runs, summarize
 
 SPANS_SPLIT = "train"  # Figure 3's statistics: the largest split
@@ -146,8 +147,8 @@ def _sides_mean(stats: dict, prefix: str) -> float:
 
 
 def dictsize_scores(plan: Plan, runs_dir: Path) -> pd.DataFrame:
-    """(backbone, task, method, dict_size, score): dev main metric x 100, mean over seeds."""
-    columns = ["backbone", "task", "method", "dict_size", "score"]
+    """(backbone, task, metric, method, dict_size, score): dev main metric (named) x 100, mean over seeds."""
+    columns = ["backbone", "task", "metric", "method", "dict_size", "score"]
     sizes = plan.dict_sizes
     seeds = plan.studies["dictsize"].seeds
     methods = plan.studies["dictsize"].methods
@@ -158,8 +159,8 @@ def dictsize_scores(plan: Plan, runs_dir: Path) -> pd.DataFrame:
                 for size in sizes:
                     runs = load_runs(runs_dir, "dictsize", backbone, task, sweep_variant(method, size), seeds)
                     mean = summarize(run.dev_main() for run in runs).mean
-                    rows.append({"backbone": backbone, "task": task, "method": method, "dict_size": size,
-                                 "score": 100 * mean})
+                    rows.append({"backbone": backbone, "task": task, "metric": METRIC_NAMES[get_task(task).main_metric],
+                                 "method": method, "dict_size": size, "score": 100 * mean})
     return pd.DataFrame(rows, columns=columns)
 
 

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import pandas as pd
 
 from spanft.data.registry import get_task
+from spanft.english import count_of
 from spanft.errors import SpanftError
 from spanft.report.cells import (
     DASH,
-    SIGNIFICANCE_NOTE,
     Table,
     ci_cell,
     csv_number,
@@ -27,6 +27,7 @@ from spanft.report.cells import (
     mean_sd,
     paper_cell,
     pct,
+    significance_note,
 )
 from spanft.report.context import Comparison, Method, ReportContext, combine, methods
 from spanft.report.paper import (
@@ -94,8 +95,9 @@ def table6(context: ReportContext) -> Table:
     table = glue_table(context, 6, title, "ablation", methods(6), include_best=False)
     table.notes.insert(0, "Baseline and +SF rows are the glue study's runs of the same backbone, task and seed.")
     table.notes.insert(1, chunker_note(context))
-    table.notes.append("The paper prints only Table 6's average and does not name its tasks; ours − paper "
-                       "compares it with our average under the paper's rule.")
+    table.notes.append("The paper prints only Table 6's average and does not name its tasks"
+                       + ("." if context.synthetic else "; ours − paper compares it with our average under the "
+                                                         "paper's rule."))
     return table
 
 
@@ -127,8 +129,8 @@ def glue_table(context: ReportContext, number: int, title: str, study: str, tabl
         verdicts.append(_verdict(context, number, backbone, columns, runs[baseline.key], runs["sf"], seeds,
                                  paper_table))
     notes = ["Scores are dev-set metrics x 100; mean ± sd over seeds (sample sd, ddof = 1).", AVERAGE_RULE,
-             SIGNIFICANCE_NOTE]
-    if include_best:
+             significance_note()]
+    if include_best and len(seeds) > 1:
         notes.append("Best run: the seed with the highest dev main metric (MNLI: matched); its scores.")
     notes += training_caps(context, tasks)
     return Table(number, title, pd.DataFrame(rows), pd.DataFrame(data), notes, verdicts)
@@ -197,9 +199,9 @@ def _method_rows(context: ReportContext, label: dict, method: Method, columns: l
         means[AVERAGE_LABELS[key]] = csv_number(summary.mean)
         best_row[AVERAGE_LABELS[key]] = pct(best_value)
         data.append(_datum(context, backbone, method, key, "dev", "average", summary, best_value, None))
-    seed_text = f"mean ± sd ({len(seeds)} seed{'' if len(seeds) == 1 else 's'})"
+    seed_text = f"mean ± sd ({count_of(len(seeds), 'seed')})"
     rows = [{**label, "Statistic": seed_text, **mean_row}]
-    if include_best:
+    if include_best and len(seeds) > 1:  # with one seed the best run is the mean row
         rows.append({**label, "Statistic": "best run (seed)", **best_row})
     paper_row = context.paper_row(paper_table, backbone, method.key)
     if paper_row is not None:
@@ -230,7 +232,7 @@ def _paper_rows(context: ReportContext, label: dict, method: Method, columns: li
              "paper_row": paper_row.label, "mean_pct": csv_number(paper_row.value(key), 1.0)}
             for key in [column.key for column in columns] + ["avg"] if key in paper_table.columns]
     rows = [{**label, "Statistic": f"paper ({split})", **cells}]
-    if split == "dev":  # like with like: ours − paper only where the paper's split is ours
+    if split == "dev" and not context.synthetic:  # like with like: ours − paper where the paper's split is ours
         ours = {c: math.nan if means.get(c) is None else means[c] for c in values}
         differences = {c: difference(ours[c], value) for c, value in values.items()}
         if any(cell != DASH for cell in differences.values()):
@@ -263,7 +265,7 @@ def _verdict(context: ReportContext, number: int, backbone: str, columns: list[C
     rule = " — the paper's rule" if len(scope) == len(PAPER_AVERAGE_COLUMNS) else ""
     paper_gain, paper_scope, extra = _paper_gain(context, backbone, scope, paper_table)
     return Verdict(number, context.backbone_label(backbone), "SF − baseline",
-                   f"the mean of {len(scope)} dev columns ({names}{rule})", result, len(seeds), paper_gain,
+                   f"the mean of {count_of(len(scope), 'dev column')} ({names}{rule})", result, len(seeds), paper_gain,
                    paper_scope, extra, context.synthetic)
 
 
@@ -276,7 +278,7 @@ def _paper_gain(context: ReportContext, backbone: str, scope: list[Column], pape
     keys = [c.key for c in scope if not math.isnan(base.value(c.key)) and not math.isnan(sf.value(c.key))]
     if keys:
         gain = sum(sf.value(k) - base.value(k) for k in keys) / len(keys)
-        where = f"{paper_table.split_of(keys[0])}, {who}, the same {len(keys)} columns"
+        where = f"{paper_table.split_of(keys[0])}, {who}, the same {count_of(len(keys), 'column')}"
     else:
         gain = sf.value("avg") - base.value("avg")
         where = f"{paper_table.split_of('avg')}, {who}, its printed averages (tasks not named)"

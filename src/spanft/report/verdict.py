@@ -35,6 +35,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from spanft.english import count_of
 from spanft.report.bootstrap import BootstrapResult
 
 REPRODUCED = "reproduced"
@@ -189,9 +190,9 @@ def interval_level(result) -> str:
     if result.runs_resampled:
         return "seeds and examples"
     if result.resampled_b:
-        return f"examples and the compared arm's {result.runs_b} runs (the baseline's {result.runs_a} held fixed)"
+        return f"examples and the compared arm's {count_of(result.runs_b, 'run')} (the baseline's {result.runs_a} held fixed)"
     if result.resampled_a:
-        return f"examples and the baseline's {result.runs_a} runs (the compared arm's {result.runs_b} held fixed)"
+        return f"examples and the baseline's {count_of(result.runs_a, 'run')} (the compared arm's {result.runs_b} held fixed)"
     return "examples only"
 
 

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 
 import torch
 
+from spanft.english import count_of
+
 
 @dataclass(frozen=True)
 class Precision:
@@ -25,8 +27,8 @@ def device_name(processes: int = 1) -> str:
     if torch.cuda.is_available():
         name = f"cuda ({torch.cuda.get_device_name(0)})"
     else:
-        name = f"cpu ({os.cpu_count()} cores, {torch.get_num_threads()} threads{each})"
-    return name if processes == 1 else f"{name} x {processes} processes"
+        name = f"cpu ({count_of(os.cpu_count() or 1, 'core')}, {count_of(torch.get_num_threads(), 'thread')}{each})"
+    return name if processes == 1 else f"{name} x {count_of(processes, 'process', 'processes')}"
 
 
 def run_precision() -> Precision:

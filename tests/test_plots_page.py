@@ -1,0 +1,118 @@
+"""``dvc plots show``: the paper's Figures 3 and 4 drawn one line per task and segmentation, with axis titles, on
+a page that loads nothing from the network (``.dvc/plots/offline.html``, ``scripts/plots_page.py``)."""
+
+from __future__ import annotations
+
+import html.parser
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGE = ROOT / ".dvc" / "plots" / "offline.html"
+BROWSER = shutil.which("chromium-headless-shell") or shutil.which("chromium")
+SCORES = """backbone,task,metric,method,dict_size,score
+tiny,mrpc,F1,ngram,20000,80.1
+tiny,mrpc,F1,ngram,100000,76.6
+tiny,mrpc,F1,random,20000,77.8
+tiny,mrpc,F1,random,100000,75.0
+tiny,cola,MCC,ngram,20000,30.1
+tiny,cola,MCC,ngram,100000,36.6
+tiny,cola,MCC,random,20000,27.8
+tiny,cola,MCC,random,100000,25.0
+"""
+SPANS = "task,dict_size,mean_spans\nmrpc,0,9.1\nmrpc,20000,6.5\ncola,0,8.0\ncola,20000,5.0\n"
+
+
+class _Loads(html.parser.HTMLParser):
+    """Every URL the page's tags load: script src, link href, img/iframe src."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag, attrs) -> None:
+        wanted = {"script": "src", "link": "href", "img": "src", "iframe": "src"}.get(tag)
+        self.urls += [value for name, value in attrs if name == wanted and value]
+
+
+def _loads(text: str) -> list[str]:
+    parser = _Loads()
+    parser.feed(text)
+    return parser.urls
+
+
+def test_the_page_loads_nothing_and_keeps_dvcs_placeholders():
+    text = PAGE.read_text(encoding="utf-8")
+    assert _loads(text) == [] and "cdn." not in text.lower()
+    assert "{plot_divs}" in text and "{refresh_tag}" in text and "{scripts}" not in text  # no CDN scripts added
+    assert "window.vegaEmbed=" in text
+    config = (ROOT / ".dvc" / "config").read_text(encoding="utf-8")
+    assert re.search(r"^\[plots\]\n\s+html_template = plots/offline.html$", config, re.M)
+    assert "/dvc_plots/" in (ROOT / ".gitignore").read_text(encoding="utf-8").splitlines()
+    stages = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]
+    assert [name for name, stage in stages.items() if "plots" in stage] == []  # drawn once, by the top-level plots
+
+
+@pytest.mark.skipif(importlib.util.find_spec("vl_convert") is None, reason="vl-convert-python (dev extra) missing")
+def test_the_page_is_the_pinned_bundle():
+    done = subprocess.run([sys.executable, "scripts/plots_page.py", "--check"], capture_output=True, text=True,
+                          cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def shown(tmp_path_factory) -> Path:
+    """``dvc plots show`` in a project holding the repository's plot definitions, templates and page."""
+    root = tmp_path_factory.mktemp("plots")
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)
+    subprocess.run(["dvc", "init", "-q"], cwd=root, check=True)
+    shutil.copytree(ROOT / ".dvc" / "plots", root / ".dvc" / "plots")
+    shutil.copy(ROOT / ".dvc" / "config", root / ".dvc" / "config")
+    plots = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["plots"]
+    (root / "dvc.yaml").write_text(yaml.safe_dump({"plots": plots}), encoding="utf-8")
+    (root / "reports/plots").mkdir(parents=True)
+    (root / "reports/plots/dictsize_score.csv").write_text(SCORES, encoding="utf-8")
+    (root / "reports/plots/spans_per_sentence.csv").write_text(SPANS, encoding="utf-8")
+    done = subprocess.run(["dvc", "plots", "show", "-o", "out"], cwd=root, capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return root / "out" / "index.html"
+
+
+def _specs(page: Path) -> dict[str, dict]:
+    specs = [json.loads(s) for s in re.findall(r"var spec = (\{.*?\});\s*vegaEmbed", page.read_text(), re.S)]
+    return {spec["title"].split(":")[0]: spec for spec in specs}
+
+
+def test_dvc_plots_show_draws_ngram_against_random_per_task(shown):
+    assert _loads(shown.read_text(encoding="utf-8")) == []
+    specs = _specs(shown)
+    assert set(specs) == {"Figure 3", "Figure 4"}  # each file once: no second, output-level definition
+    four = specs["Figure 4"]
+    assert four["encoding"]["strokeDash"]["field"] == "segmentation"
+    assert four["encoding"]["color"]["field"] == "task (metric, backbone)"
+    assert four["encoding"]["x"]["title"] == "dictionary size (n-grams kept)"
+    assert four["encoding"]["y"]["title"] == "dev score (the task's main metric x 100)"
+    values = four["data"]["values"]
+    assert {(v["task"], v["method"]) for v in values} == {(t, m) for t in ("mrpc", "cola") for m in ("ngram", "random")}
+    assert specs["Figure 3"]["encoding"]["color"]["field"] == "task"
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no headless chromium (apt-get install chromium-headless-shell)")
+def test_a_headless_browser_draws_every_line_with_the_network_cut(shown):
+    done = subprocess.run([BROWSER, "--headless", "--no-sandbox", "--disable-gpu",
+                           "--host-resolver-rules=MAP * ~NOTFOUND", "--virtual-time-budget=10000", "--dump-dom",
+                           shown.as_uri()], capture_output=True, text=True, timeout=120)
+    dom = done.stdout
+    assert done.returncode == 0 and 'class="vega-embed' in dom, done.stderr[-2000:]
+    assert dom.count('aria-roledescription="line mark"') == 2 * 2 + 2  # Figure 4: task x method; Figure 3: tasks
+    for label in (">n-gram (solid)<", ">random (dashed)<", ">mrpc (F1, tiny)<", ">cola (MCC, tiny)<"):
+        assert label in dom, label
+    assert "titled 'dictionary size (n-grams kept)'" in dom
