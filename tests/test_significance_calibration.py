@@ -33,7 +33,8 @@ def test_a_real_gain_is_found():
 
 
 def test_unequal_arms_keep_their_size_where_the_pooled_test_does_not():
-    # 5 baseline seeds spreading 1 point against 2 SF seeds spreading 4: Hsu's df holds, the pooled t does not
+    # 5 baseline seeds spreading 1 point against 2 SF seeds spreading 4: the report's test (2 seeds of each arm)
+    # holds, the pooled t over every seed does not
     rng = np.random.default_rng(13)
     a, b = bench.simulate(rng, "accuracy", bench.cells("accuracy"), 9815, EXPERIMENTS, 5, 2, 1.0, 4.0, 0.0)
     rates = bench.rejections(a, b)
