@@ -220,6 +220,12 @@ def test_table2_counts_only_tasks_with_a_test_and_names_the_test_per_row(tmp_pat
     assert rte["gain_pct"] == pytest.approx(100 * (accuracy(8) - accuracy(10)))
 
 
+def test_table2_with_only_tied_tasks_says_so(tmp_path, segmented):
+    verdict, _ = _table2(tmp_path, segmented, _arms(rte={"baseline": [10, 10, 10], "sf": [8, 8, 8]}))
+    assert verdict["verdict"] == "no inference (no spread across seeds)"
+    assert "Of the 0 tasks with a test over seeds" in verdict["comparison"]
+
+
 def test_table2_prints_the_detectable_gain_in_points(tmp_path, segmented):
     _, files = _table2(tmp_path, segmented, _arms(rte=UP))
     csv = _csv(files, "tables/table2.csv").query("comparison == 'mean gain'").iloc[0]

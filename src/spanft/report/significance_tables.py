@@ -33,6 +33,7 @@ from spanft.report.verdict import (
     MACHINERY,
     MIXED,
     NO_INFERENCE,
+    NO_SPREAD,
     OPPOSITE,
     PARTLY,
     REPRODUCED,
@@ -165,8 +166,8 @@ def _table2_verdict(context: ReportContext, backbone: str, results: list[tuple[s
     neither = [(task, result) for task, result in tested if result.low <= 0 <= result.high]
     untested = [task for task, result in results if not result.method_inference]
     total = len(tested)
-    if not tested:
-        word = NO_INFERENCE
+    if not tested:  # every task untested: for tied seeds only, or for a single seed somewhere
+        word = NO_SPREAD if all(getattr(r, "no_spread", False) for _, r in results) and results else NO_INFERENCE
     elif len(better) == total and not untested:
         word = REPRODUCED
     elif better and worse:
@@ -213,7 +214,8 @@ def _task_power(context: ReportContext, backbone: str, task: str, result: Compar
     published = sf.value(task) - base.value(task)
     if published == 0:
         return f"{text}; the paper's Table 1 gain is 0 (test)"
-    return f"{text}; the paper's Table 1 gain {signed(published)} (test) would need {seeds_words(result, published / 100)}"
+    needed = seeds_words(result, published / 100)
+    return f"{text}; the paper's Table 1 gain {signed(published)} (test) would need {needed}"
 
 
 def _side(favours: str) -> str:
