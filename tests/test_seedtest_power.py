@@ -18,6 +18,7 @@ from spanft.report.seedtest import (
     welch_arrays,
     welch_power,
 )
+from spanft.report.verdict import Verdict
 
 EXPERIMENTS = 20_000
 TOLERANCE = 0.012  # over 4 Monte Carlo sds of a power near 0.8 with 20,000 experiments
@@ -68,6 +69,9 @@ def test_unequal_arms_test_the_seeds_both_arms_ran():
     assert (result.p_value, result.low) == pytest.approx((scipy.pvalue, scipy.confidence_interval(0.95)[0]))
     assert result.seeds_tested == 3 and (result.runs_a, result.runs_b) == (3, 5)
     assert balanced([7, 3, 9], [1, 2], 2) == [1, 0]  # no seed shared: the lowest
+    line = Verdict(1, "tiny", "SF − baseline", "RTE dev Acc", result, 3, 2.5, "test").line()
+    assert "(Welch t over 3 baseline and 3 compared seeds, df " in line
+    assert "; the 2 other compared seeds left out to keep the arms equal)" in line
 
 
 @given(st.integers(2, 6), st.integers(2, 6), st.floats(0.25, 4.0), st.floats(0.5, 5.0))

@@ -57,8 +57,8 @@ MIXED = "mixed signs"  # Table 2: significant gains and significant losses
 NOT_COMPUTABLE = "not computable"
 NO_INFERENCE = "no inference (1 seed)"
 NO_SPREAD = "no inference (no spread across seeds)"
-TIED = ("every seed of an arm scored the same: a sample variance of 0 supports no test (no interval, no "
-        "p-value)")
+TIED = ("every seed of an arm scored the same: a sample variance of 0 supports no test, so no interval and no "
+        "p-value")
 SYNTHETIC = "synthetic: no verdict on the paper"
 MACHINERY = "synthetic data: this checks the machinery, not the method"
 ONE_SEED = ("1 seed per arm: the interval resamples dev examples only, so it speaks of these trained runs, "
@@ -164,10 +164,10 @@ class Verdict:
         result = self.result
         interval = f"95% CI [{end(self.low)}, {end(self.high)}]"
         if getattr(result, "no_spread", False):
-            return f"{signed(self.gain)} pp over seeds, no interval ({tested(result)})"
+            return f"{signed(self.gain)} pp over seeds, no interval ({tested(result)}{left_out(result)})"
         if self.method_inference:
-            return (f"{signed(self.gain)} pp, {interval} over seeds ({tested(result)}, df {result.df:.1f}), "
-                    f"{p_text(result)}")
+            return (f"{signed(self.gain)} pp, {interval} over seeds ({tested(result)}, df {result.df:.1f}"
+                    f"{left_out(result)}), {p_text(result)}")
         return (f"{signed(self.gain)} pp, example-level {interval} ({interval_level(result)}), {p_text(result)}, "
                 f"{result.resamples} resamples")
 
@@ -216,12 +216,16 @@ def _count(seeds: int | None) -> str:
 
 
 def tested(result) -> str:
-    """``Welch t over 3 baseline and 3 compared seeds`` (and the larger arm's seeds left out of the test)."""
+    """``Welch t over 3 baseline and 3 compared seeds``."""
     k = result.seeds_tested
-    extra = max(result.runs_a, result.runs_b) - k
+    return f"Welch t over {k} baseline and {k} compared seeds"
+
+
+def left_out(result) -> str:
+    """``; the 2 other compared seeds left out to keep the arms equal``, or nothing with equal arms."""
+    extra = max(result.runs_a, result.runs_b) - result.seeds_tested
     arm = "baseline" if result.runs_a > result.runs_b else "compared"
-    left = f"; {extra} more {arm} seed{'s' if extra > 1 else ''} left out, equal arms" if extra else ""
-    return f"Welch t over {k} baseline and {k} compared seeds{left}"
+    return f"; the {extra} other {arm} seed{'s' if extra > 1 else ''} left out to keep the arms equal" if extra else ""
 
 
 def interval_level(result) -> str:
