@@ -5,6 +5,7 @@ gain; the simulator's seed spread is what it is told."""
 from __future__ import annotations
 
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -33,7 +34,8 @@ def test_a_real_gain_is_found():
 
 
 def test_unequal_arms_keep_their_size_where_the_pooled_test_does_not():
-    # 5 baseline seeds spreading 1 point against 2 SF seeds spreading 4: Hsu's df holds, the pooled t does not
+    # 5 baseline seeds spreading 1 point against 2 SF seeds spreading 4: the report's test (2 seeds of each arm)
+    # holds, the pooled t over every seed does not
     rng = np.random.default_rng(13)
     a, b = bench.simulate(rng, "accuracy", bench.cells("accuracy"), 9815, EXPERIMENTS, 5, 2, 1.0, 4.0, 0.0)
     rates = bench.rejections(a, b)
@@ -45,3 +47,15 @@ def test_the_simulated_seed_spread_and_gain_are_the_ones_asked_for():
     a, b = bench.simulate(rng, "accuracy", bench.cells("accuracy"), 40000, 400, 10, 10, 2.5, 2.5, 3.0)
     assert 100 * np.mean(np.std(a, axis=1, ddof=1)) == pytest.approx(2.5, rel=0.15)  # plus 0.2 points of coin flips
     assert 100 * (b.mean() - a.mean()) == pytest.approx(3.0, abs=0.3)
+
+
+def test_the_readmes_significance_figures_are_the_benchmarks_output():
+    # every line the README quotes from bench_significance.py's output stands, verbatim, in benchmarks/RESULTS.md
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    results = (root / "benchmarks" / "RESULTS.md").read_text()
+    quotes = re.findall(r"<!-- quoted from benchmarks/RESULTS\.md[^>]*-->\n(.*?)<!-- end of quote -->", readme, re.S)
+    assert len(quotes) >= 2
+    for quote in quotes:
+        for line in filter(None, (line.strip() for line in quote.splitlines())):
+            assert line in results, line

@@ -15,7 +15,7 @@ import pandas as pd
 
 from spanft.params.plan import CHANGED
 from spanft.report.runs import Summary
-from spanft.report.verdict import interval_level, signed
+from spanft.report.verdict import end, interval_level, p_round, signed
 
 DASH = "—"
 NO_VALUE = "—: no value; in a paper cell, the paper prints none for that row and column."
@@ -63,7 +63,8 @@ def mean_sd(summary: Summary) -> str:
 
 
 def p_value_cell(value: float) -> str:
-    return DASH if math.isnan(value) else f"{value:.3g}"
+    """Three significant digits, never rounded onto or across 0.05 (:func:`spanft.report.verdict.p_round`)."""
+    return DASH if math.isnan(value) else p_round(value, 3)
 
 
 def bootstrap_p_cell(result) -> str:
@@ -74,10 +75,13 @@ def bootstrap_p_cell(result) -> str:
 
 
 def ci_cell(result) -> str:
-    """``+1.2 [-0.3, +2.5]``: the gain x 100 and its 95% interval."""
+    """``+1.2 [-0.3, +2.5]``: the gain x 100 and its 95% interval (ends as :func:`spanft.report.verdict.end`);
+    ``+0.4 [no spread]`` when an arm's seeds all tie."""
     if result is None or math.isnan(result.gain):
         return DASH
-    return f"{signed(100 * result.gain)} [{signed(100 * result.low)}, {signed(100 * result.high)}]"
+    if getattr(result, "no_spread", False):
+        return f"{signed(100 * result.gain)} [no spread]"
+    return f"{signed(100 * result.gain)} [{end(100 * result.low)}, {end(100 * result.high)}]"
 
 
 def difference(ours: float, paper: float) -> str:

@@ -33,14 +33,16 @@ from spanft.report.verdict import (
     MACHINERY,
     MIXED,
     NO_INFERENCE,
-    ONE_SEED,
+    NO_SPREAD,
     OPPOSITE,
     PARTLY,
     REPRODUCED,
     SYNTHETIC,
     PlainVerdict,
     interval_level,
+    seeds_words,
     signed,
+    test_name,
 )
 
 TABLE2_NOTES = [
@@ -51,8 +53,11 @@ TABLE2_NOTES = [
     "discordant examples in brackets. A best-run test can look significant either way by seed alone.",
     "SF − baseline: the task's main metric x 100, mean over seeds, 95% interval and two-sided p of Welch's t over "
     "per-seed scores (README \"Significance\"); the interval excludes 0 exactly when p < 0.05. Detectable: the "
-    "smallest gain these runs find with 80% power. With 1 seed in an arm: the paired bootstrap of dev examples "
-    "(≤ marks p at its floor 2/(R+1)), which makes no inference about the method.",
+    "smallest gain this test finds with 80% power at the measured per-seed sds (its power with the sds and df "
+    "estimated, as they are), in points; in brackets its 80% range from the uncertain seed sd — with 2 or 3 "
+    "seeds a rough figure. With 1 seed in an arm: the paired bootstrap of dev examples (≤ marks p at its floor "
+    "2/(R+1)), which makes no inference about the method; an arm whose seeds all score the same gives no "
+    "inference either (no spread across seeds). The verdict counts only tasks with a test over seeds.",
 ]
 TABLE3_NOTES = [
     "ms/step: a run's median wall time per optimizer step, warm-up steps and evaluation left out (metrics.json "
@@ -82,7 +87,10 @@ def _arms(context: ReportContext, backbone: str, task: str, seeds: list[int]) ->
 
 def table2(context: ReportContext) -> Table:
     title = ("Significance of SF − baseline on the dev sets: McNemar's test of the best runs (the paper's "
-             "test), McNemar per seed, and the verdict's test of the mean gain (Welch's t over per-seed scores).")
+             "test), McNemar per seed, and the test of the mean gain that each row's \"test (SF − baseline)\" column "
+             "names "
+             "(Welch's t over per-seed scores with 2 or more seeds per arm; with 1 seed, the example bootstrap, "
+             "which makes no inference about the method).")
     plan = context.plan
     wanted = plan.reports.mcnemar_tasks
     tasks = [task for task in plan.studies["glue"].tasks if task in wanted]
@@ -124,8 +132,8 @@ def _significance_row(context: ReportContext, backbone: str, task: str, seeds: l
                                 for pair in pairs) or DASH,
         "SF − baseline, 95% CI": ci_cell(gain),
         "p (SF − baseline)": bootstrap_p_cell(gain),
-        "interval over": interval_level(gain),
-        "detectable (80% power)": _detectable_cell(gain),
+        "test (SF − baseline)": test_name(gain),
+        "detectable (80% power, range)": _detectable_cell(gain),
     }
     records = [{**where, "comparison": "best runs", "baseline_seed": base.seed, "sf_seed": span.seed,
                 **result.as_dict(), "paper_p_value": csv_number(paper, 1.0)}]
@@ -137,7 +145,11 @@ def _significance_row(context: ReportContext, backbone: str, task: str, seeds: l
 
 
 def _detectable_cell(result: Comparison) -> str:
-    return f"±{100 * result.detectable_gain:.1f}" if result.method_inference else DASH
+    """``±7.7 (5.5–14.9)``: the detectable gain in points and its 80% range from the seed sd's uncertainty."""
+    if not result.method_inference:
+        return DASH
+    low, high = result.detectable_range
+    return f"±{100 * result.detectable_gain:.1f} ({100 * low:.1f}–{100 * high:.1f})"
 
 
 def _table2_verdict(context: ReportContext, backbone: str, results: list[tuple[str, Comparison]],
@@ -148,11 +160,15 @@ def _table2_verdict(context: ReportContext, backbone: str, results: list[tuple[s
         values = [v for v in paper_row.values.values() if v is not None]
         below = sum(v < 0.05 for v in values)
         paper = f"the paper: best-run McNemar p < 0.05 on {below} of {len(values)} tasks"
-    better = [task for task, result in results if result.low > 0]  # the interval excludes 0 on SF's side
-    worse = [task for task, result in results if result.high < 0]
-    neither = [(task, result) for task, result in results if result.low <= 0 <= result.high]
-    total = len(results)
-    if total and len(better) == total:
+    tested = [(task, result) for task, result in results if result.method_inference]
+    better = [task for task, result in tested if result.low > 0]  # the interval excludes 0 on SF's side
+    worse = [task for task, result in tested if result.high < 0]
+    neither = [(task, result) for task, result in tested if result.low <= 0 <= result.high]
+    untested = [task for task, result in results if not result.method_inference]
+    total = len(tested)
+    if not tested:  # every task untested: for tied seeds only, or for a single seed somewhere
+        word = NO_SPREAD if all(getattr(r, "no_spread", False) for _, r in results) and results else NO_INFERENCE
+    elif len(better) == total and not untested:
         word = REPRODUCED
     elif better and worse:
         word = MIXED
@@ -162,13 +178,14 @@ def _table2_verdict(context: ReportContext, backbone: str, results: list[tuple[s
         word = PARTLY
     else:
         word = INCONCLUSIVE
-    text = (f"SF significantly better (95% interval above 0, p < 0.05) on {len(better)} of {total} tasks, "
-            f"significantly worse on {len(worse)}, neither on {len(neither)}; {paper}. Reproduced = significant in "
-            f"SF's favour on every task; partly = some significant, the rest inconclusive (no evidence either "
-            f"way); inconclusive = no task shows a significant gain or loss.")
-    if any(not result.method_inference for _, result in results):
-        word, text = NO_INFERENCE, f"{text} ({ONE_SEED}; run 2 or more seeds per arm)"
-    elif neither:
+    text = (f"Of the {total} tasks with a test over seeds (Welch t), SF significantly better (95% interval above 0, "
+            f"p < 0.05) on {len(better)}, significantly worse on {len(worse)}, neither on {len(neither)}"
+            f"{_untested(untested, results)}; {paper}. Reproduced = significant in SF's favour on every task; partly "
+            f"= some significant, the rest inconclusive (no evidence either way); inconclusive = no task shows a "
+            f"significant gain or loss.")
+    if untested:
+        text += f" Run 2 or more seeds per arm, each with a spread, to test {', '.join(untested)}."
+    if neither:
         text += " Inconclusive tasks, " + "; ".join(_task_power(context, backbone, task, result)
                                                    for task, result in neither) + "."
     if context.synthetic:
@@ -176,9 +193,19 @@ def _table2_verdict(context: ReportContext, backbone: str, results: list[tuple[s
     return PlainVerdict(2, context.backbone_label(backbone), word, text)
 
 
+def _untested(untested: list[str], results: list[tuple[str, Comparison]]) -> str:
+    """``; no inference on 2 of 6 tasks (rte: 1 seed per arm, mrpc: no spread across seeds)``."""
+    if not untested:
+        return ""
+    why = {task: ("no spread across seeds" if getattr(result, "no_spread", False) else "1 seed per arm")
+           for task, result in results}
+    parts = ", ".join(f"{task}: {why[task]}" for task in untested)
+    return f"; no inference on {len(untested)} of {len(results)} tasks ({parts})"
+
+
 def _task_power(context: ReportContext, backbone: str, task: str, result: Comparison) -> str:
     """``rte: detectable ±4.1 pp (80% power); the paper's Table 1 gain +2.5 (test) would need 12 seeds per arm``."""
-    text = f"{task}: detectable ±{100 * result.detectable_gain:.1f} pp (80% power)"
+    text = f"{task}: detectable {_detectable_cell(result)} pp (80% power)"
     table1 = context.paper.table(1)
     base = context.paper_row(table1, backbone, "baseline", stand_in=True)
     sf = context.paper_row(table1, backbone, "sf", stand_in=True)
@@ -187,9 +214,8 @@ def _task_power(context: ReportContext, backbone: str, task: str, result: Compar
     published = sf.value(task) - base.value(task)
     if published == 0:
         return f"{text}; the paper's Table 1 gain is 0 (test)"
-    needed = result.seeds_needed(published / 100)
-    seeds = f"{needed} seeds per arm" if needed is not None else "more than 10,000 seeds per arm"
-    return f"{text}; the paper's Table 1 gain {signed(published)} (test) would need {seeds}"
+    needed = seeds_words(result, published / 100)
+    return f"{text}; the paper's Table 1 gain {signed(published)} (test) would need {needed}"
 
 
 def _side(favours: str) -> str:

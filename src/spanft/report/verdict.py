@@ -9,19 +9,28 @@ compares *signed* gains (percentage points; P the paper's gain, of any sign, 0 i
 - **reproduced**: the interval holds P and excludes 0;
 - **inconclusive**: the interval holds both P and 0 — these runs cannot tell a gain of P from none (with P = 0:
   the interval holds 0, which is no evidence that the gain is 0, only a bound on it);
-- **larger than published**: the whole interval lies above P (for a published loss: a smaller loss, or a gain);
-- **smaller than published**: the whole interval lies below P (for a published loss: a larger loss).
+- **larger than published**: the whole interval lies above P (for a published loss: a smaller loss, or a gain;
+  the reason says so);
+- **smaller than published**: the whole interval lies below P (for a published loss: a larger loss, and the
+  reason says so).
 
 The interval excludes 0 exactly when p < 0.05 (one rule gives both). A comparison without an interval (no
 runs, a metric that cannot be scored, too few finite resamples) is **not computable**. Beside every verdict whose
 interval holds 0 (inconclusive, or short of P without excluding 0), the line prints the smallest gain these runs
-could have detected with 80% power and the seeds per arm the paper's gain would need.
+could have detected with 80% power and the seeds per arm the paper's gain would need, each with its range
+over the 80% interval of the seed sd (:mod:`spanft.report.seedtest`).
 
-Two cases judge nothing, whatever the interval:
+Printed numbers never cross a line the verdict draws: a p-value never rounds onto or across 0.05 (0.050016
+prints 0.051), and an interval end that is not 0 never prints as 0.0 (+0.03).
+
+Three cases judge nothing, whatever the interval:
 
 - **no inference (1 seed)**: an arm with a single run. Its runs cannot be resampled, so the interval covers dev
   examples only: it says how sure the gain of *these* runs is, not whether the method helps. The line still
   shows that example-level interval, labelled as such.
+- **no inference (no spread across seeds)**: every seed of an arm scored the same (ties are likely at 99%
+  accuracy on a small dev set). A sample variance of 0 supports no test: the line prints the gain with no
+  interval and no p-value, never p = 0.
 - **synthetic: no verdict on the paper**: synthetic task data (the embedded profile). Its numbers check the
   machinery — the pipeline runs end to end and the statistics compute — and make no claim about the method
   or the paper.
@@ -37,6 +46,7 @@ from dataclasses import dataclass
 
 from spanft.english import count_of
 from spanft.report.bootstrap import BootstrapResult
+from spanft.report.seedtest import LEVEL, MAX_SEEDS
 
 REPRODUCED = "reproduced"
 LARGER = "larger than published"
@@ -47,6 +57,9 @@ PARTLY = "partly reproduced"  # Table 2: some tasks significant in SF's favour, 
 MIXED = "mixed signs"  # Table 2: significant gains and significant losses
 NOT_COMPUTABLE = "not computable"
 NO_INFERENCE = "no inference (1 seed)"
+NO_SPREAD = "no inference (no spread across seeds)"
+TIED = ("every seed of an arm scored the same: a sample variance of 0 supports no test, so no interval and no "
+        "p-value")
 SYNTHETIC = "synthetic: no verdict on the paper"
 MACHINERY = "synthetic data: this checks the machinery, not the method"
 ONE_SEED = ("1 seed per arm: the interval resamples dev examples only, so it speaks of these trained runs, "
@@ -67,9 +80,12 @@ def judge(low: float, high: float, paper_gain: float) -> tuple[str, str]:
             return INCONCLUSIVE, "the interval holds 0, the paper's gain: that bounds the gain, it does not show it is 0"
         return INCONCLUSIVE, "the interval holds both 0 and the paper's gain"
     zero = "; it holds 0" if holds_zero else ""
+    loss = paper_gain < 0
     if low > paper_gain:
-        return LARGER, f"the whole interval lies above the paper's gain{zero}"
-    return SMALLER, f"the whole interval lies below the paper's gain{zero}"
+        what = "above the paper's published loss: a smaller loss, or a gain" if loss else "above the paper's gain"
+        return LARGER, f"the whole interval lies {what}{zero}"
+    what = "below the paper's published loss: a larger loss" if loss else "below the paper's gain"
+    return SMALLER, f"the whole interval lies {what}{zero}"
 
 
 @dataclass(frozen=True)
@@ -119,6 +135,8 @@ class Verdict:
     def _judged(self) -> tuple[str, str]:
         if self.synthetic:
             return SYNTHETIC, MACHINERY
+        if getattr(self.result, "no_spread", False):
+            return NO_SPREAD, TIED
         word, reason = judge(self.low, self.high, self.paper_gain)
         if word != NOT_COMPUTABLE and not self.method_inference:
             return NO_INFERENCE, ONE_SEED
@@ -145,10 +163,12 @@ class Verdict:
 
     def _ours(self) -> str:
         result = self.result
-        interval = f"95% CI [{signed(self.low)}, {signed(self.high)}]"
+        interval = f"95% CI [{end(self.low)}, {end(self.high)}]"
+        if getattr(result, "no_spread", False):
+            return f"{signed(self.gain)} pp over seeds, no interval ({tested(result)}{left_out(result)})"
         if self.method_inference:
-            return (f"{signed(self.gain)} pp, {interval} over seeds (Welch t over {result.runs_a} baseline and "
-                    f"{result.runs_b} compared seeds, df {result.df:.1f}), {p_text(result)}")
+            return (f"{signed(self.gain)} pp, {interval} over seeds ({tested(result)}, df {result.df:.1f}"
+                    f"{left_out(result)}), {p_text(result)}")
         return (f"{signed(self.gain)} pp, example-level {interval} ({interval_level(result)}), {p_text(result)}, "
                 f"{result.resamples} resamples")
 
@@ -170,23 +190,51 @@ class Verdict:
 
 
 def power_words(result, paper_gain: float) -> str:
-    """``these runs detect ±1.9 pp with 80% power (per-seed sd 1.2 / 0.9 pp); the paper's +1.1 pp would need 9
-    seeds per arm`` for a seed test; ``paper_gain`` in percentage points."""
-    text = (f"these runs detect a gain of ±{100 * result.detectable_gain:.1f} pp with 80% power (per-seed sd "
-            f"{100 * result.sd_a:.1f} baseline, {100 * result.sd_b:.1f} compared)")
+    """``these runs detect a gain of ±7.7 pp with 80% power (80% range 5.5–14.9 from the seed sd's uncertainty;
+    per-seed sd ...); the paper's +1.1 pp would need 40 seeds per arm (13–140)`` for a seed test; ``paper_gain`` in
+    percentage points."""
+    low, high = result.detectable_range
+    text = (f"these runs detect a gain of ±{100 * result.detectable_gain:.1f} pp with 80% power, a rough estimate "
+            f"from {result.seeds_tested} seeds per arm (80% range {100 * low:.1f}–{100 * high:.1f} from the "
+            f"uncertain seed sd; per-seed sd {100 * result.sd_a:.1f} baseline, {100 * result.sd_b:.1f} compared)")
     if math.isnan(paper_gain):
         return text
     if paper_gain == 0:
         return f"{text}; the paper's gain is 0, which no number of seeds tells from a small gain"
-    needed = result.seeds_needed(paper_gain / 100)
-    seeds = f"{needed} seeds per arm" if needed is not None else "more than 10,000 seeds per arm"
-    return f"{text}; the paper's {signed(paper_gain)} pp would need {seeds}"
+    return f"{text}; the paper's {signed(paper_gain)} pp would need {seeds_words(result, paper_gain / 100)}"
+
+
+def seeds_words(result, gain: float) -> str:
+    """``17 seeds per arm (6–32)``: the seeds needed for a true ``gain`` (metric units) and their 80% range."""
+    needed = result.seeds_needed(gain)
+    fewest, most = result.seeds_range(gain)
+    count = f"{needed:,} seeds per arm" if needed is not None else f"more than {MAX_SEEDS:,} seeds per arm"
+    return f"{count} ({_count(fewest)}–{_count(most)})"
+
+
+def _count(seeds: int | None) -> str:
+    return f"{seeds:,}" if seeds is not None else f">{MAX_SEEDS:,}"
+
+
+def tested(result) -> str:
+    """``Welch t over 3 baseline and 3 compared seeds``."""
+    k = result.seeds_tested
+    return f"Welch t over {k} baseline and {k} compared seeds"
+
+
+def left_out(result) -> str:
+    """``; the 2 other compared seeds left out to keep the arms equal``, or nothing with equal arms."""
+    extra = max(result.runs_a, result.runs_b) - result.seeds_tested
+    arm = "baseline" if result.runs_a > result.runs_b else "compared"
+    return f"; the {extra} other {arm} seed{'s' if extra > 1 else ''} left out to keep the arms equal" if extra else ""
 
 
 def interval_level(result) -> str:
     """What the interval varied: the seeds (Welch's test), or for a bootstrap what it resampled, arm by arm."""
     if result.method_inference:
         return "seeds (Welch t)"
+    if getattr(result, "no_spread", False):
+        return "seeds (Welch t): no spread, no interval"
     if result.runs_resampled:
         return "seeds and examples"
     if result.resampled_b:
@@ -196,8 +244,40 @@ def interval_level(result) -> str:
     return "examples only"
 
 
+def test_name(result) -> str:
+    """Which test decided a gain, for a table's row: Welch over seeds, or an inference-free fallback."""
+    if result is None:
+        return "—"
+    if result.method_inference:
+        return f"Welch t over seeds ({result.seeds_tested} per arm)"
+    if getattr(result, "no_spread", False):
+        return "Welch t over seeds: no spread, no inference"
+    return "example bootstrap, 1 seed: no inference"
+
+
 def signed(value: float) -> str:
     return "—" if math.isnan(value) else f"{value:+.1f}"
+
+
+def end(value: float) -> str:
+    """An interval end in points: one decimal, but never ``±0.0`` for an end that is not 0 (``+0.03``), and an
+    end at exactly 0 unsigned (``0.0``)."""
+    if math.isnan(value) or value == 0 or abs(value) >= 0.05:
+        return "0.0" if value == 0 else signed(value)
+    return f"{value:+.{-math.floor(math.log10(abs(value)))}f}"
+
+
+def p_round(p: float, digits: int = 2) -> str:
+    """``p`` to ``digits`` significant digits, except that rounding never moves it onto or across 0.05: 0.050016
+    prints ``0.051``, 0.04996 ``0.049`` (an exact 0.05 prints 0.05)."""
+    text = f"{p:.{digits}g}"
+    shown = float(text)
+    step = 10.0 ** (math.floor(math.log10(LEVEL)) - digits + 1)
+    if p > LEVEL >= shown:
+        return f"{LEVEL + step:.{digits}g}"
+    if p < LEVEL <= shown:
+        return f"{LEVEL - step:.{digits}g}"
+    return text
 
 
 def p_text(result: BootstrapResult | None, prefix: str = "p ") -> str:
@@ -206,7 +286,7 @@ def p_text(result: BootstrapResult | None, prefix: str = "p ") -> str:
         return f"{prefix}= —"
     if result.p_at_floor:
         return f"{prefix}≤ 2/(R+1) = {result.p_value:.2g}"
-    return f"{prefix}= {result.p_value:.2g}"
+    return f"{prefix}= {p_round(result.p_value)}"
 
 
 def _none(value: float) -> float | None:
