@@ -3,7 +3,7 @@
 A one-node SLURM (scripts/slurm-one-node.sh, its one-node form: the multi-node paths are tests/test_fanout.py's)
 runs a small embedded project whose two fine-tuning runs train for longer than a job may: a time limit of one
 minute and the time-limit signal 20 s before it leave a job about 20 s of training after its start-up (~15 s
-here), less than an epoch (~10-15 s of CoLA's training here, two epochs a run). Jobs checkpoint every 3 s of training
+here), less than an epoch (~20 s of CoLA's training here, one epoch a run). Jobs checkpoint every 3 s of training
 (mid-epoch), submitit requeues them on the signal (SLURM starts a requeued job two minutes later), and each
 requeue resumes from the last checkpoint. The runs must end with the metrics, the per-epoch history (training
 loss included) and the predictions of the same runs trained without interruption. About 6 minutes, most of them
@@ -38,8 +38,8 @@ def long_epoch_params() -> dict:
     params["tasks"] = {"cola": "glue_data/CoLA"}
     params["studies"]["glue"]["tasks"] = ["cola"]
     params["reports"]["mcnemar_tasks"] = [task for task in params["reports"]["mcnemar_tasks"] if task == "cola"]
-    params["data"]["synthetic"]["train_size"] = 6000  # an epoch of CoLA: longer than a job trains here
-    params["hparams"] = {"cola": {**params["hparams"]["cola"], "epochs": 2}}
+    params["data"]["synthetic"]["train_size"] = 12000  # one epoch of CoLA: longer than a job trains here
+    params["hparams"] = {"cola": {**params["hparams"]["cola"], "epochs": 1}}
     params["cluster"].update({"time_min": 1, "signal_delay_s": 20, "startup_s": 15, "checkpoint_every_s": 3,
                               "max_timeouts": 10})
     return params
