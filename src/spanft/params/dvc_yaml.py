@@ -24,9 +24,6 @@ CODE_DEPS = ("pipeline/finetune.py", "src/spanft/__init__.py", "src/spanft/error
              "src/spanft/threads.py", "src/spanft/params", "src/spanft/data", "src/spanft/model", "src/spanft/train")
 
 
-PARAMS_CHECKED = "data/params-checked.txt"  # the check_params stage's output: every stage runs after the check
-
-
 def _matrix(variant: Variant) -> list[str]:
     study = variant.study
     tasks = FIXED_TASKS.get(study)
@@ -58,7 +55,7 @@ def _group(variant: Variant, first: bool) -> list[str]:
     if first:
         lines += ["    cmd: python pipeline/finetune.py", '    params: ["hparams.${item.task}", threads]']
     if first or "${input}" not in _input(variant):
-        deps = [*CODE_DEPS, '"data/backbones/${item.backbone}"', f'"{_input(variant)}"', PARAMS_CHECKED]
+        deps = [*CODE_DEPS, '"data/backbones/${item.backbone}"', f'"{_input(variant)}"']
         lines += _wrapped("    deps: [", deps, "]")
     lines.append(f'    outs: ["data/runs/{variant.study}/${{item.backbone}}/${{item.task}}/{_run_name(variant)}'
                  f'/seed${{item.seed}}"]')
