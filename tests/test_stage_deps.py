@@ -142,8 +142,8 @@ def test_every_pipeline_script_is_run_by_a_stage(stages):
 
 def test_the_checker_catches_a_stage_without_its_code(tmp_path):
     broken = (ROOT / "dvc.yaml").read_text(encoding="utf-8").replace(
-        "src/spanft/params, src/spanft/data, src/spanft/text, data/corpus/train.txt,",
-        "src/spanft/params, src/spanft/data, data/corpus/train.txt,", 1)
+        "src/spanft/params, src/spanft/data, src/spanft/text, data/corpus/train.txt]",
+        "src/spanft/params, src/spanft/data, data/corpus/train.txt]", 1)
     assert broken != (ROOT / "dvc.yaml").read_text(encoding="utf-8")
     stages = resolved_stages(make_project(tmp_path, dvc_yaml=broken))
     missing = uncovered(stages["count_ngrams"])
