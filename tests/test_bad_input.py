@@ -384,6 +384,20 @@ def backbone_copied(path: str) -> Callable[[Path, subprocess.CompletedProcess], 
     return check
 
 
+def link(name: str, target: str) -> Callable[[Path], None]:
+    """``name``, a relative symbolic link to ``target`` (which may not exist)."""
+    return lambda root: (root / name).symlink_to(target)
+
+
+def written_through(name: str, target: str, content: str) -> Callable[[Path, subprocess.CompletedProcess], str]:
+    def check(root: Path, done: subprocess.CompletedProcess) -> str:
+        assert (root / name).is_symlink() and os.readlink(root / name) == target, "the link must stay a link"
+        assert (root / target).read_text(encoding="utf-8") == content
+        return f"exit 0; written through: `{name}` still links to `{target}`, which holds the output"
+
+    return check
+
+
 def params_ok(root: Path, done: subprocess.CompletedProcess) -> str:
     from spanft.params.hparams import load_hparams
 
@@ -438,6 +452,18 @@ CASES = [
          ["build-dict", "counts.tsv", "--size", "1", "--out", "results"], "output results is a directory"),
     Case("outputs", "out-under-a-file", "`--out` below a plain file", files(**{"counts.tsv": "a b\t5\n", "notes.txt": "x\n"}),
          ["build-dict", "counts.tsv", "--size", "1", "--out", "notes.txt/dict.tsv"], "notes.txt is not a directory"),
+    Case("outputs", "out-link", "`--out` a link to a file", both(files(**{"counts.tsv": "a b\t5\n", "mine__dict.tsv": "old\n"}), link("link.tsv", "mine/dict.tsv")),
+         ["build-dict", "counts.tsv", "--size", "1", "--out", "link.tsv"], "written through", status=0,
+         check=written_through("link.tsv", "mine/dict.tsv", "a b\t5\n")),
+    Case("outputs", "out-dangling-link", "`--out` a dangling link into an existing folder", both(files(**{"counts.tsv": "a b\t5\n", "mine__keep": ""}), link("link.tsv", "mine/dict.tsv")),
+         ["build-dict", "counts.tsv", "--size", "1", "--out", "link.tsv"], "written through", status=0,
+         check=written_through("link.tsv", "mine/dict.tsv", "a b\t5\n")),
+    Case("outputs", "out-dangling-no-folder", "`--out` a dangling link into a missing folder", both(files(**{"counts.tsv": "a b\t5\n"}), link("link.tsv", "gone/dict.tsv")),
+         ["build-dict", "counts.tsv", "--size", "1", "--out", "link.tsv"], "gone/dict.tsv, whose folder does not exist: create"),
+    Case("outputs", "profile-link", "`spanft profile` over a params.yaml that links to your file",
+         both(files(**{"profiles__embedded.yaml": (ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"), "mine__params.yaml": "old: 1\n"}), link("params.yaml", "mine/params.yaml")),
+         ["profile", "embedded", "--root", "."], "written through", status=0,
+         check=written_through("params.yaml", "mine/params.yaml", (ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"))),
     Case("outputs", "two-outputs-one-file", "the corpus and its tagged sentences sent to one file", nothing,
          ["corpus", "--source", "synthetic", "--tokens", "1000", "--out", "c.txt", "--tagged-out", "./c.txt"],
          "corpus: the tagged-sentences file ./c.txt is the corpus file: give two different files"),

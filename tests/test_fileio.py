@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spanft.errors import SpanftError, run_command
@@ -282,3 +282,31 @@ def test_line_splitting_matches_the_oracle(tmp_path_factory, text):
     path = tmp_path_factory.mktemp("lines") / "f.txt"
     path.write_bytes(text.encode())
     assert [line for _, line in read_text_lines(path)] == _lines_by_stringio(text)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(hops=st.integers(1, 4), absolute=st.booleans(), exists=st.booleans())
+def test_a_file_output_is_written_through_a_chain_of_links_as_cp_does(tmp_path_factory, hops, absolute, exists):
+    """Oracle: `cp` itself, on a twin of the same links (POSIX cp: GNU's refuses a dangling link by default,
+    which spanft creates, as POSIX cp does)."""
+    results = []
+    for writer in ("spanft", "cp"):
+        root = tmp_path_factory.mktemp(writer)
+        (root / "real").mkdir()
+        if exists:
+            (root / "real" / "file.txt").write_text("old\n", encoding="utf-8")
+        target = root / "real" / "file.txt"
+        for hop in range(hops):  # link0 -> link1 -> ... -> real/file.txt
+            link = root / f"link{hop}"
+            nxt = target if hop == hops - 1 else root / f"link{hop + 1}"
+            link.symlink_to(nxt if absolute else os.path.relpath(nxt, root))
+        (root / "new.txt").write_text("new\n", encoding="utf-8")
+        if writer == "spanft":
+            with atomic_open(root / "link0") as handle:
+                handle.write("new\n")
+        else:
+            subprocess.run(["cp", str(root / "new.txt"), str(root / "link0")], check=True,
+                           env={**os.environ, "POSIXLY_CORRECT": "1"})
+        results.append(sorted((str(p.relative_to(root)), p.is_symlink(), p.read_text(encoding="utf-8") if p.is_file() else None)
+                              for p in root.rglob("*")))
+    assert results[0] == results[1]
