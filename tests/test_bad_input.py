@@ -30,6 +30,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_local_layouts import tsv, write, write_glue  # noqa: E402
 
+from spanft.errors import MAX_LINE  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = "out"  # most cases' output path, relative to the case directory
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
@@ -512,6 +514,9 @@ CASES = [
          ["check-params"], "not valid YAML: duplicate key 'dict_size' (first given at line"),
     Case("params: values", "params-typo", "a typo'd key", params_with(lambda tree: rename(tree, "dict_size", "dict_sise")),
          ["check-params"], "params.yaml: unknown key dict_sise (did you mean dict_size?)"),
+    Case("params: values", "lookalike-key", "a key typed with a Cyrillic е (`еpochs`)",
+         params_with(lambda tree: tree["hparams"]["cola"].update({"\u0435pochs": 3})), ["check-params"],
+         "unknown key hparams.cola.\\u0435pochs (did you mean hparams.cola.epochs?)"),
     Case("params: values", "params-dict-size", "dict_size <= 0", params_with(set_key("dict_size", -1)),
          ["check-params"], "params.yaml: dict_size must be a positive number of entries, found -1"),
     Case("params: values", "cluster-executor", "an executor SLURM users mistype", params_with(set_key("cluster.executor", "slrum")),
@@ -830,6 +835,7 @@ def test_each_mistake_gives_one_line_and_changes_nothing(case: Case, tmp_path: P
     errors = error_lines(done)
     assert len(errors) == 1, done.stderr
     assert case.expect in errors[0], errors[0]
+    assert len(errors[0]) <= len("spanft: error: ") + MAX_LINE + 40, "a line a person can read (head and tail kept)"
     assert snapshot(tmp_path) == before, "nothing may be written, removed or left behind"
 
 

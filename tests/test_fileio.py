@@ -204,6 +204,33 @@ def test_a_killed_writers_temporary_is_swept_by_the_next_write(tmp_path):
     assert other.exists()
 
 
+def test_a_second_writer_leaves_a_running_writers_temporary_alone_and_is_refused(tmp_path):
+    """Two writers of one output: the temporary of one still running (a real process) stays, the second is
+    refused in one line; one whose writer has ended (a process that exited) is swept."""
+    target = tmp_path / "counts.tsv"
+    target.write_text("earlier\n", encoding="utf-8")
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    try:
+        live = tmp_path / f".counts.tsv.{running.pid}-abc123.tmp"
+        live.write_text("half of the first writer's output", encoding="utf-8")
+        dead = tmp_path / f".counts.tsv.{ended.pid}-def456.tmp"
+        dead.write_text("half", encoding="utf-8")
+        with pytest.raises(SpanftError, match=rf"output {target} is being written by another process "
+                                              rf"\(PID {running.pid}"):
+            with atomic_open(target) as handle:
+                handle.write("second\n")
+        assert live.read_text(encoding="utf-8") == "half of the first writer's output"
+        assert target.read_text(encoding="utf-8") == "earlier\n"
+    finally:
+        running.kill()
+        running.wait()
+    with atomic_open(target) as handle:  # the first writer gone: both temporaries are swept
+        handle.write("done\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["counts.tsv"]
+
+
 # ------------------------------------------------------------------------------------- system errors
 
 

@@ -310,8 +310,8 @@ def _signals_deferred() -> Iterator[None]:
 
 
 def _temporary_name(target: Path) -> Path:
-    """A fresh name ``.<target name>.<random>.tmp`` beside ``target`` (nothing is created there)."""
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    """A fresh name ``.<target name>.<pid>-<random>.tmp`` beside ``target`` (nothing is created there)."""
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}-", suffix=".tmp", dir=target.parent)
     os.close(fd)
     os.unlink(name)
     return Path(name)
@@ -325,10 +325,30 @@ def _remove(path: Path) -> None:
 
 
 def _remove_stale_temporaries(target: Path) -> None:
-    """Temporaries of ``target`` left by a killed writer (SIGKILL skips ``finally``): one writer per target."""
-    for stale in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
-        log.info("removing %s, left by an interrupted earlier write", stale)
-        _remove(stale)
+    """Temporaries of ``target`` left by a killed writer (SIGKILL skips ``finally``) go; one of a writer still
+    running (its PID is in the name) is left alone, and this write is refused: one writer per target."""
+    prefix = f".{target.name}."
+    for temporary in target.parent.glob(f"{glob_escape(prefix)}*.tmp"):
+        writer = _writer_of(temporary.name[len(prefix):])
+        if writer is not None and writer != os.getpid():
+            raise SpanftError(f"output {target} is being written by another process (PID {writer}, into "
+                              f"{temporary.name}): wait for it to end, or choose another path")
+        log.info("removing %s, left by an interrupted earlier write", temporary)
+        _remove(temporary)
+
+
+def _writer_of(rest: str) -> int | None:
+    """The PID in a temporary's name (``<pid>-<random>.tmp``) if that process still runs; else None."""
+    pid, dash, _ = rest.partition("-")
+    if not dash or not pid.isdigit():
+        return None  # a name from before the PID was in it
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, OverflowError):
+        return None
+    except PermissionError:  # another user's process
+        pass
+    return int(pid)
 
 
 def glob_escape(name: str) -> str:

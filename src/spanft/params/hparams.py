@@ -102,7 +102,8 @@ def checked_hparams(block: Any, where: str) -> dict[str, Any]:
     for name, value in block.items():
         problem = hparam_problem(str(name), value)
         if problem:
-            raise SpanftError(f"{where}.{name}: {problem}")
+            shown = str(name).encode("ascii", "backslashreplace").decode("ascii")  # a look-alike letter shows
+            raise SpanftError(f"{where}.{shown}: {problem}")
     return {name: float(value) if HPARAM_FIELDS[name].metadata["kind"] is float and value is not None else value
             for name, value in block.items()}
 

@@ -118,7 +118,8 @@ def _check_node(node: Any, schema: Any, dotted: str, path) -> None:
                 close = difflib.get_close_matches(key, [k for k in schema if k != "*"], n=1)
                 hint = f" (did you mean {_join(dotted, close[0])}?)" if close else ""
                 valid = ", ".join(k for k in schema if k != "*")
-                raise SpanftError(f"{path}: unknown key {where}{hint}; valid keys here: {valid}")
+                shown = where.encode("ascii", "backslashreplace").decode("ascii")  # a look-alike (Cyrillic е) shows
+                raise SpanftError(f"{path}: unknown key {shown}{hint}; valid keys here: {valid}")
             _check_node(value, child, where, path)
         return
     if isinstance(schema, ListOf):
