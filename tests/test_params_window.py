@@ -12,6 +12,7 @@ other min_count; it must never pass the params check (`check_params` stage, `spa
 from __future__ import annotations
 
 import hashlib
+import os
 import shutil
 import subprocess
 import sys
@@ -126,6 +127,6 @@ def test_an_edit_in_the_window_is_a_lie_in_dvc_lock_that_the_check_names(project
     assert lies  # DVC's own window: dvc.lock says 3 beside counts made with 2
     assert not unseen
     done = subprocess.run(["dvc", "repro", "check_params"], cwd=project, capture_output=True, text=True,
-                          env={**__import__("os").environ, "PYTHONPATH": str(project / "src")})
+                          env={**os.environ, "PYTHONPATH": str(project / "src")})
     assert done.returncode != 0
     assert "count_ngrams is recorded with ngrams" in done.stdout + done.stderr
