@@ -17,10 +17,12 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-import yaml
+from ruamel.yaml import YAML as RuamelYAML
+from ruamel.yaml import YAMLError as RuamelYAMLError
 
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open
+from spanft.params.load import dvc_reading
 
 RECORDS_DIR = "data/params-used"
 PARAMS_FILE = "params.yaml"
@@ -34,8 +36,10 @@ def record_path(stage: str) -> str:
 
 def write_record(stage: str, used: dict[str, Any]) -> None:
     """Record ``used`` (declared key -> value read before the work) as ``dvc.lock`` lays params out."""
+    dumper = RuamelYAML()  # as DVC writes dvc.lock (dvc/utils/serialize/_yaml.py), so both read back alike
+    dumper.default_flow_style = False
     with atomic_open(record_path(stage)) as handle:
-        yaml.safe_dump({PARAMS_FILE: used}, handle, sort_keys=False, allow_unicode=True)
+        dumper.dump({PARAMS_FILE: used}, handle)
 
 
 def _md5(path: Path) -> str:
@@ -45,10 +49,9 @@ def _md5(path: Path) -> str:
 def lying_stages(lock_path: str | Path = DVC_LOCK, root: str | Path = ".") -> list[tuple[str, str, Any, Any]]:
     """``(stage, key, value dvc.lock records, value the stage used)`` for each stage whose lock entry
     records other params than its record (the one whose hash that entry holds) says it used."""
-    try:
-        with open(Path(root) / lock_path, encoding="utf-8") as handle:
-            stages = (yaml.safe_load(handle) or {}).get("stages") or {}
-    except (OSError, yaml.YAMLError, AttributeError):
+    try:  # both read as DVC reads them (YAML 1.2: DVC writes lr 3e-05 so, which YAML 1.1 reads as text)
+        stages = (dvc_reading((Path(root) / lock_path).read_text(encoding="utf-8")) or {}).get("stages") or {}
+    except (OSError, ValueError, AttributeError, RuamelYAMLError):
         return []  # no lock yet, or one DVC itself will complain about
     found = []
     for name, entry in stages.items():
@@ -56,7 +59,7 @@ def lying_stages(lock_path: str | Path = DVC_LOCK, root: str | Path = ".") -> li
         path = Path(root) / record_path(name)
         if record_path(name) not in outs or not path.is_file() or _md5(path) != outs[record_path(name)]:
             continue  # no record, or not the one this entry recorded (outputs not checked out): DVC says so
-        used = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get(PARAMS_FILE) or {}
+        used = (dvc_reading(path.read_text(encoding="utf-8")) or {}).get(PARAMS_FILE) or {}
         locked = ((entry.get("params") or {}).get(PARAMS_FILE)) or {}
         for key in [*used, *(k for k in locked if k not in used)]:
             if used.get(key) != locked.get(key):
