@@ -1,20 +1,22 @@
-"""Stage check_params: the whole params.yaml checked whenever it changes, before any other stage runs.
+"""Stage check_params: the whole params.yaml checked whenever it changes.
 
     python pipeline/check_params.py data/params-checked.txt
 
 DVC keys this stage on the whole file (``params: [{params.yaml: }]``, every key), so a typo'd key added to an up-to-date
 project (``dict_sise: 100000``, or ``dvc exp run -S +dict_sise=100000``) re-runs it, and its one-line error
-stops ``dvc repro`` / ``dvc exp run`` before anything else. Every other stage depends on its output, whose
-content never changes: a params change that passes re-runs only the stages whose own params changed.
+stops ``dvc repro`` / ``dvc exp run``. It also stops on a stage that ``dvc.lock`` records with params other than
+those it used (``spanft.params.records``): an edit saved after that stage ended, before DVC wrote its lock, makes
+this stage run again. No stage depends on its output, so ``dvc repro -s STAGE`` does not need it.
 """
 
 import argparse
 import sys
 
 from spanft.fileio import atomic_open
+from spanft.params.records import check_lock_records
 from spanft.params.stage import run_stage
 
-CHECKED = "params.yaml: checked (spanft check-params)\n"  # the same bytes every time: nothing after it re-runs
+CHECKED = "params.yaml: checked (spanft check-params)\n"
 
 
 def main() -> int:
@@ -23,6 +25,7 @@ def main() -> int:
     args = parser.parse_args()
 
     def write(plan) -> None:
+        check_lock_records()  # a stage dvc.lock records with params it did not use (params.records)
         with atomic_open(args.out) as handle:
             handle.write(CHECKED)
 

@@ -30,6 +30,8 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_local_layouts import tsv, write, write_glue  # noqa: E402
 
+from spanft.errors import MAX_LINE  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = "out"  # most cases' output path, relative to the case directory
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
@@ -384,6 +386,20 @@ def backbone_copied(path: str) -> Callable[[Path, subprocess.CompletedProcess], 
     return check
 
 
+def link(name: str, target: str) -> Callable[[Path], None]:
+    """``name``, a relative symbolic link to ``target`` (which may not exist)."""
+    return lambda root: (root / name).symlink_to(target)
+
+
+def written_through(name: str, target: str, content: str) -> Callable[[Path, subprocess.CompletedProcess], str]:
+    def check(root: Path, done: subprocess.CompletedProcess) -> str:
+        assert (root / name).is_symlink() and os.readlink(root / name) == target, "the link must stay a link"
+        assert (root / target).read_text(encoding="utf-8") == content
+        return f"exit 0; written through: `{name}` still links to `{target}`, which holds the output"
+
+    return check
+
+
 def params_ok(root: Path, done: subprocess.CompletedProcess) -> str:
     from spanft.params.hparams import load_hparams
 
@@ -438,6 +454,18 @@ CASES = [
          ["build-dict", "counts.tsv", "--size", "1", "--out", "results"], "output results is a directory"),
     Case("outputs", "out-under-a-file", "`--out` below a plain file", files(**{"counts.tsv": "a b\t5\n", "notes.txt": "x\n"}),
          ["build-dict", "counts.tsv", "--size", "1", "--out", "notes.txt/dict.tsv"], "notes.txt is not a directory"),
+    Case("outputs", "out-link", "`--out` a link to a file", both(files(**{"counts.tsv": "a b\t5\n", "mine__dict.tsv": "old\n"}), link("link.tsv", "mine/dict.tsv")),
+         ["build-dict", "counts.tsv", "--size", "1", "--out", "link.tsv"], "written through", status=0,
+         check=written_through("link.tsv", "mine/dict.tsv", "a b\t5\n")),
+    Case("outputs", "out-dangling-link", "`--out` a dangling link into an existing folder", both(files(**{"counts.tsv": "a b\t5\n", "mine__keep": ""}), link("link.tsv", "mine/dict.tsv")),
+         ["build-dict", "counts.tsv", "--size", "1", "--out", "link.tsv"], "written through", status=0,
+         check=written_through("link.tsv", "mine/dict.tsv", "a b\t5\n")),
+    Case("outputs", "out-dangling-no-folder", "`--out` a dangling link into a missing folder", both(files(**{"counts.tsv": "a b\t5\n"}), link("link.tsv", "gone/dict.tsv")),
+         ["build-dict", "counts.tsv", "--size", "1", "--out", "link.tsv"], "gone/dict.tsv, whose folder does not exist: create"),
+    Case("outputs", "profile-link", "`spanft profile` over a params.yaml that links to your file",
+         both(files(**{"profiles__embedded.yaml": (ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"), "mine__params.yaml": "old: 1\n"}), link("params.yaml", "mine/params.yaml")),
+         ["profile", "embedded", "--root", "."], "written through", status=0,
+         check=written_through("params.yaml", "mine/params.yaml", (ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"))),
     Case("outputs", "two-outputs-one-file", "the corpus and its tagged sentences sent to one file", nothing,
          ["corpus", "--source", "synthetic", "--tokens", "1000", "--out", "c.txt", "--tagged-out", "./c.txt"],
          "corpus: the tagged-sentences file ./c.txt is the corpus file: give two different files"),
@@ -479,10 +507,16 @@ CASES = [
     Case("params: values", "dvc-exp-float", "`lr: 3e-05` as `dvc exp run -S hparams.cola.lr=3e-5` writes it",
          params_text(lambda text: text.replace("lr: 7.0e-4", "lr: 3e-05")), ["check-params"], "lr 3e-05",
          status=0, check=params_ok),
+    Case("params: values", "yaml-dialect", "`seed: 010`, 8 in YAML 1.1 and 10 in DVC's YAML 1.2",
+         params_text(lambda text: text.replace("  seed: 0                    # synthetic", "  seed: 010                  # synthetic")),
+         ["check-params"], "params.yaml:13: corpus.seed: '010' reads as 8 in spanft (YAML 1.1) but 10 in DVC (YAML 1.2"),
     Case("params: values", "duplicate-key", "a key given twice", params_text(lambda text: text + "dict_size: 100\n"),
          ["check-params"], "not valid YAML: duplicate key 'dict_size' (first given at line"),
     Case("params: values", "params-typo", "a typo'd key", params_with(lambda tree: rename(tree, "dict_size", "dict_sise")),
          ["check-params"], "params.yaml: unknown key dict_sise (did you mean dict_size?)"),
+    Case("params: values", "lookalike-key", "a key typed with a Cyrillic е (`еpochs`)",
+         params_with(lambda tree: tree["hparams"]["cola"].update({"\u0435pochs": 3})), ["check-params"],
+         "unknown key hparams.cola.\\u0435pochs (did you mean hparams.cola.epochs?)"),
     Case("params: values", "params-dict-size", "dict_size <= 0", params_with(set_key("dict_size", -1)),
          ["check-params"], "params.yaml: dict_size must be a positive number of entries, found -1"),
     Case("params: values", "cluster-executor", "an executor SLURM users mistype", params_with(set_key("cluster.executor", "slrum")),
@@ -503,6 +537,12 @@ CASES = [
          ["check-params"], "studies.glue.seeds: 1 is listed twice"),
     Case("params: values", "tokens-zero", "corpus.tokens 0", params_with(set_key("corpus.tokens", 0)),
          ["check-params"], "corpus.tokens must be at least 1, found 0"),
+    Case("params: values", "tokens-huge", "corpus.tokens 10^15 (years of counting)", params_with(set_key("corpus.tokens", 10**15)),
+         ["check-params"], "corpus.tokens must be at most 10,000,000,000, found 1000000000000000"),
+    Case("params: values", "epochs-huge", "epochs 10^9", params_with(lambda tree: tree["hparams"].update(cola={**tree["hparams"]["cola"], "epochs": 10**9})),
+         ["check-params"], "hparams.cola.epochs: must be at most 1,000, found 1000000000"),
+    Case("params: values", "study-no-tasks", "a study with backbones and no tasks", params_with(set_key("studies.glue.tasks", [])),
+         ["check-params"], "studies.glue.tasks is empty but studies.glue.backbones names 'tiny'"),
     Case("params: values", "params-backbone", "a study naming an undefined backbone", params_with(lambda tree: tree["studies"]["ner"].update(backbones=["bert-huge"])),
          ["check-params"], "params.yaml: studies.ner.backbones: 'bert-huge' is not defined under backbones"),
     Case("params: values", "dict-size-too-big", "dict_size larger than the n-grams counted", files(**{"counts.tsv": "a b\t5\nc d\t4\n", OUT: "complete earlier output\n"}),
@@ -545,6 +585,9 @@ CASES = [
          "no/such/CoLA: cola folder not found"),
     Case("inputs", "unknown-variant", "unknown variant", prepared_cola, finetune("--variant", "sff"), "unknown variant 'sff'", before_torch=True),
     Case("inputs", "unknown-task", "unknown task", nothing, ["describe", "squad"], "unknown task 'squad'"),
+    Case("inputs", "submission-missing-pred", "`submission --pred` naming a file that does not exist", files(**{"predictions__test.tsv": "idx\tgold\tpred\n"}),
+         ["submission", "--pred", "CoLA=predictions/tset.tsv", "--out", "sub.zip"],
+         "--pred 'CoLA=predictions/tset.tsv': predictions file predictions/tset.tsv not found"),
     Case("inputs", "unknown-profile", "unknown profile", nothing, ["profile", "gpu", "--root", str(ROOT)],
          "unknown profile 'gpu'; available profiles: embedded, paper"),
     Case("inputs", "hub-offline-task", "hub task source without network", nothing,
@@ -792,6 +835,7 @@ def test_each_mistake_gives_one_line_and_changes_nothing(case: Case, tmp_path: P
     errors = error_lines(done)
     assert len(errors) == 1, done.stderr
     assert case.expect in errors[0], errors[0]
+    assert len(errors[0]) <= len("spanft: error: ") + MAX_LINE + 40, "a line a person can read (head and tail kept)"
     assert snapshot(tmp_path) == before, "nothing may be written, removed or left behind"
 
 

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spanft.errors import SpanftError, run_command
@@ -204,6 +204,33 @@ def test_a_killed_writers_temporary_is_swept_by_the_next_write(tmp_path):
     assert other.exists()
 
 
+def test_a_second_writer_leaves_a_running_writers_temporary_alone_and_is_refused(tmp_path):
+    """Two writers of one output: the temporary of one still running (a real process) stays, the second is
+    refused in one line; one whose writer has ended (a process that exited) is swept."""
+    target = tmp_path / "counts.tsv"
+    target.write_text("earlier\n", encoding="utf-8")
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    try:
+        live = tmp_path / f".counts.tsv.{running.pid}-abc123.tmp"
+        live.write_text("half of the first writer's output", encoding="utf-8")
+        dead = tmp_path / f".counts.tsv.{ended.pid}-def456.tmp"
+        dead.write_text("half", encoding="utf-8")
+        with pytest.raises(SpanftError, match=rf"output {target} is being written by another process "
+                                              rf"\(PID {running.pid}"):
+            with atomic_open(target) as handle:
+                handle.write("second\n")
+        assert live.read_text(encoding="utf-8") == "half of the first writer's output"
+        assert target.read_text(encoding="utf-8") == "earlier\n"
+    finally:
+        running.kill()
+        running.wait()
+    with atomic_open(target) as handle:  # the first writer gone: both temporaries are swept
+        handle.write("done\n")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["counts.tsv"]
+
+
 # ------------------------------------------------------------------------------------- system errors
 
 
@@ -282,3 +309,31 @@ def test_line_splitting_matches_the_oracle(tmp_path_factory, text):
     path = tmp_path_factory.mktemp("lines") / "f.txt"
     path.write_bytes(text.encode())
     assert [line for _, line in read_text_lines(path)] == _lines_by_stringio(text)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(hops=st.integers(1, 4), absolute=st.booleans(), exists=st.booleans())
+def test_a_file_output_is_written_through_a_chain_of_links_as_cp_does(tmp_path_factory, hops, absolute, exists):
+    """Oracle: `cp` itself, on a twin of the same links (POSIX cp: GNU's refuses a dangling link by default,
+    which spanft creates, as POSIX cp does)."""
+    results = []
+    for writer in ("spanft", "cp"):
+        root = tmp_path_factory.mktemp(writer)
+        (root / "real").mkdir()
+        if exists:
+            (root / "real" / "file.txt").write_text("old\n", encoding="utf-8")
+        target = root / "real" / "file.txt"
+        for hop in range(hops):  # link0 -> link1 -> ... -> real/file.txt
+            link = root / f"link{hop}"
+            nxt = target if hop == hops - 1 else root / f"link{hop + 1}"
+            link.symlink_to(nxt if absolute else os.path.relpath(nxt, root))
+        (root / "new.txt").write_text("new\n", encoding="utf-8")
+        if writer == "spanft":
+            with atomic_open(root / "link0") as handle:
+                handle.write("new\n")
+        else:
+            subprocess.run(["cp", str(root / "new.txt"), str(root / "link0")], check=True,
+                           env={**os.environ, "POSIXLY_CORRECT": "1"})
+        results.append(sorted((str(p.relative_to(root)), p.is_symlink(), p.read_text(encoding="utf-8") if p.is_file() else None)
+                              for p in root.rglob("*")))
+    assert results[0] == results[1]

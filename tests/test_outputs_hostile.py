@@ -220,8 +220,8 @@ def test_the_pipelines_directory_outputs_persist_so_dvc_deletes_no_users_file():
     for name in ("prepare_task", "build_backbone", "fetch_backbone", "copy_backbone"):
         assert stages[name]["do"]["outs"][0] == {next(iter(stages[name]["do"]["outs"][0])): {"persist": True}}, name
     for name in ("segment_ngram", "segment_sweep"):
-        (out,) = stages[name]["outs"]
-        assert list(out.values()) == [{"persist": True}], name
+        out, record = stages[name]["outs"]  # the folder, and the params record (a file: nothing of yours in it)
+        assert list(out.values()) == [{"persist": True}] and record.startswith("data/params-used/"), name
     report = {next(iter(o)): o[next(iter(o))] for o in stages["report"]["outs"] if isinstance(o, dict)}
     assert report["reports/tables"]["persist"] and report["reports/figures"]["persist"]
 

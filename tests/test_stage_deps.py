@@ -21,6 +21,7 @@ from dvc.repo import Repo
 
 from spanft.errors import SpanftError
 from spanft.params.plan import Plan, plan_from_tree
+from spanft.params.records import RECORDS_DIR, record_path
 from spanft.params.stage import GROUPS, stage_argv
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -142,8 +143,8 @@ def test_every_pipeline_script_is_run_by_a_stage(stages):
 
 def test_the_checker_catches_a_stage_without_its_code(tmp_path):
     broken = (ROOT / "dvc.yaml").read_text(encoding="utf-8").replace(
-        "src/spanft/params, src/spanft/data, src/spanft/text, data/corpus/train.txt,",
-        "src/spanft/params, src/spanft/data, data/corpus/train.txt,", 1)
+        "src/spanft/params, src/spanft/data, src/spanft/text, data/corpus/train.txt]",
+        "src/spanft/params, src/spanft/data, data/corpus/train.txt]", 1)
     assert broken != (ROOT / "dvc.yaml").read_text(encoding="utf-8")
     stages = resolved_stages(make_project(tmp_path, dvc_yaml=broken))
     missing = uncovered(stages["count_ngrams"])
@@ -205,11 +206,25 @@ def test_fine_tuning_stages_are_exactly_the_planned_runs(stages):
         key = (words[0], words[1], words[2], words[3], int(words[4]))
         assert key in planned and key not in seen, (name, key)
         run = seen[key] = planned[key]
-        assert stage["outs"] == [run.out], name
+        assert _data_outs(name, stage) == [run.out], name
         assert run.data in stage["deps"] and run.backbone_dir in stage["deps"], name
         assert stage["params"] == [f"hparams.{run.task}", "threads"], name
         assert ("baseline" in name) == (run.data.startswith("data/tasks/")) or run.variant == "cnn-noseg", name
     assert set(seen) == set(planned)
+
+
+def _data_outs(name: str, stage: dict) -> list[str]:
+    """The stage's outs but its params record (params/records.py)."""
+    return [out for out in stage["outs"] if out != record_path(name)]
+
+
+def test_every_stage_with_params_records_those_it_used(stages):
+    """The record is an out exactly where the script writes one: a stage that declares params (and is not the
+    whole-file check), under the name DVC gives the member."""
+    for name, stage in stages.items():
+        records = stage["params"] and name != "check_params"
+        assert (record_path(name) in stage["outs"]) == bool(records), name
+        assert [out for out in stage["outs"] if out.startswith(RECORDS_DIR)] == ([record_path(name)] if records else [])
 
 
 def test_no_stage_command_holds_params_text(stages):
@@ -234,10 +249,10 @@ def test_every_group_stage_finds_its_arguments_from_its_name(stages):
         if script == "finetune":
             continue  # test_fine_tuning_stages_are_exactly_the_planned_runs
         if script == "submission":
-            assert all(out.startswith(f"{argv[2]}/glue-{argv[0]}-") for out in stage["outs"]), name
+            assert all(out.startswith(f"{argv[2]}/glue-{argv[0]}-") for out in _data_outs(name, stage)), name
             assert argv[1] in stage["deps"], name
             continue
-        assert stage["outs"] == [argv[1] if script in ("prepare_task", "backbone", "dictionary") else argv[2]], name
+        assert _data_outs(name, stage) == [argv[1] if script in ("prepare_task", "backbone", "dictionary") else argv[2]], name
         inputs = [arg for arg in argv if arg.startswith("data/") and arg not in stage["outs"]]
         assert all(arg in stage["deps"] for arg in inputs), (name, inputs)
 
@@ -259,7 +274,7 @@ def test_step_cost_depends_on_what_its_glue_runs_read(stages):
         for needed in (run.data, run.backbone_dir):
             assert any(needed == dep or needed.startswith(dep.rstrip("/") + "/") for dep in stage["deps"]), needed
     assert {"hparams", "threads", "studies.glue"} <= set(stage["params"])
-    assert stage["outs"] == ["data/step_cost.json"] and "data/step_cost.json" in stages["report"]["deps"]
+    assert _data_outs("step_cost", stage) == ["data/step_cost.json"] and "data/step_cost.json" in stages["report"]["deps"]
 
 
 def test_baselines_read_no_dictionary(stages):
@@ -271,5 +286,5 @@ def test_baselines_read_no_dictionary(stages):
 def test_submission_zips_every_glue_variant(stages):
     plan = _plan_of(stages)
     for backbone in plan.studies["glue"].backbones:
-        outs = stages[f"submission@{backbone}"]["outs"]
+        outs = _data_outs(f"submission@{backbone}", stages[f"submission@{backbone}"])
         assert outs == [f"data/submissions/glue-{backbone}-{variant}.zip" for variant in plan.variant_names("glue")]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import zipfile
 from pathlib import Path
 
@@ -51,13 +50,13 @@ def test_all_eleven_files_with_leaderboard_strings(tmp_path):
         assert lines[1:] == [f"{10 + i}\t{label}" for i, label in enumerate(expected)], stem
 
 
-def test_cli_skips_missing_prediction_files_with_a_warning(tmp_path, caplog):
+def test_cli_refuses_a_missing_prediction_file(tmp_path, capsys):
+    """A mistyped path would zip nothing of it and exit 0: it is an error naming the argument, and no zip."""
     cola = write_predictions(tmp_path / "cola.tsv", ["acceptable"])
-    with caplog.at_level(logging.WARNING, logger="spanft"):
-        code = main(["submission", "--pred", f"CoLA={cola}", f"RTE={tmp_path / 'absent.tsv'}", "--out", str(tmp_path / "s.zip")])
-    assert code == 0
-    assert list(read_zip(tmp_path / "s.zip")) == ["CoLA.tsv"]
-    assert "RTE.tsv skipped" in caplog.text
+    code = main(["submission", "--pred", f"CoLA={cola}", f"RTE={tmp_path / 'absent.tsv'}", "--out", str(tmp_path / "s.zip")])
+    assert code == 2
+    assert f"predictions file {tmp_path / 'absent.tsv'} not found" in capsys.readouterr().err
+    assert not (tmp_path / "s.zip").exists()
 
 
 @pytest.mark.parametrize(

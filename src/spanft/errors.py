@@ -38,7 +38,7 @@ def where(path: object, line: int | None = None) -> str:
 # characters (zero-width space, bidi overrides), surrogates, private-use and unassigned code points, and line
 # or paragraph separators. One line shows each as its Python escape.
 _UNSHOWN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-MAX_LINE = 2000  # characters of an error line; a longer one keeps its head and tail, the middle counted
+MAX_LINE = 400  # characters of an error line; a longer one keeps its head and tail, the middle counted
 
 
 def _shown(ch: str) -> str:

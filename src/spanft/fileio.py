@@ -11,7 +11,7 @@ A command deletes only what it made:
   the same command;
 - a file output (``counts.tsv``, ``tagger.json``) replaces an existing file of that name, the way ``cp`` or
   ``sort -o`` do (a file cannot carry a marker; the old file stays whole until the new one is complete), but
-  never a directory.
+  never a directory; through a symbolic link it replaces the link's target and keeps the link, as ``cp`` does.
 
 Input. Text files are read as UTF-8 line by line, where only ``\\n`` and ``\\r\\n`` end a line (never the
 ``\\f``, ``\\v`` or U+2028 that ``str.splitlines`` also splits on), with errors naming the file and line.
@@ -182,7 +182,10 @@ def _real(path: Path) -> Path:
 def atomic_path(target: str | os.PathLike, *, inputs: Inputs = (), made_by: str | None = None) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; the block writes a file there (or, with ``made_by``, a
     directory); it replaces ``target`` only if the block succeeds. See the module's rules for what may be
-    replaced; they are checked before the block runs and again before the rename."""
+    replaced; they are checked before the block runs and again before the rename. A file output that is a
+    symbolic link is written through it, as ``cp`` does: the link stays, its target gets the content."""
+    if made_by is None and os.path.islink(target) and not is_special(target):
+        target = linked_file(Path(target))
     target = check_output(target, inputs=inputs, made_by=made_by)
     if made_by is None and is_special(target):
         with _written_through(target) as tmp:
@@ -210,6 +213,18 @@ def atomic_path(target: str | os.PathLike, *, inputs: Inputs = (), made_by: str 
         _move_into_place(tmp, target)
     finally:
         _remove(tmp)
+
+
+def linked_file(link: Path) -> Path:
+    """The file a link to a file names (made, like ``cp`` makes it, when the link dangles in an existing
+    folder); a one-line error for a link loop or a dangling link into a missing folder."""
+    real = _real(link)
+    if os.path.islink(real):
+        raise SpanftError(f"output {link} is a symbolic link that loops back on itself: choose another path")
+    if not real.exists() and not real.parent.is_dir():
+        raise SpanftError(f"output {link} is a symbolic link to {real}, whose folder does not exist: create "
+                          f"{real.parent} or choose another path")
+    return real
 
 
 @contextlib.contextmanager
@@ -295,8 +310,8 @@ def _signals_deferred() -> Iterator[None]:
 
 
 def _temporary_name(target: Path) -> Path:
-    """A fresh name ``.<target name>.<random>.tmp`` beside ``target`` (nothing is created there)."""
-    fd, name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    """A fresh name ``.<target name>.<pid>-<random>.tmp`` beside ``target`` (nothing is created there)."""
+    fd, name = tempfile.mkstemp(prefix=f".{target.name}.{os.getpid()}-", suffix=".tmp", dir=target.parent)
     os.close(fd)
     os.unlink(name)
     return Path(name)
@@ -310,10 +325,30 @@ def _remove(path: Path) -> None:
 
 
 def _remove_stale_temporaries(target: Path) -> None:
-    """Temporaries of ``target`` left by a killed writer (SIGKILL skips ``finally``): one writer per target."""
-    for stale in target.parent.glob(f".{glob_escape(target.name)}.*.tmp"):
-        log.info("removing %s, left by an interrupted earlier write", stale)
-        _remove(stale)
+    """Temporaries of ``target`` left by a killed writer (SIGKILL skips ``finally``) go; one of a writer still
+    running (its PID is in the name) is left alone, and this write is refused: one writer per target."""
+    prefix = f".{target.name}."
+    for temporary in target.parent.glob(f"{glob_escape(prefix)}*.tmp"):
+        writer = _writer_of(temporary.name[len(prefix):])
+        if writer is not None and writer != os.getpid():
+            raise SpanftError(f"output {target} is being written by another process (PID {writer}, into "
+                              f"{temporary.name}): wait for it to end, or choose another path")
+        log.info("removing %s, left by an interrupted earlier write", temporary)
+        _remove(temporary)
+
+
+def _writer_of(rest: str) -> int | None:
+    """The PID in a temporary's name (``<pid>-<random>.tmp``) if that process still runs; else None."""
+    pid, dash, _ = rest.partition("-")
+    if not dash or not pid.isdigit():
+        return None  # a name from before the PID was in it
+    try:
+        os.kill(int(pid), 0)
+    except (ProcessLookupError, OverflowError):
+        return None
+    except PermissionError:  # another user's process
+        pass
+    return int(pid)
 
 
 def glob_escape(name: str) -> str:

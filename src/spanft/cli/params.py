@@ -8,6 +8,7 @@ from pathlib import Path
 
 from spanft.params.dvc_yaml import finetune_section, section_in, write_finetune_section
 from spanft.params.plan import load_plan
+from spanft.params.records import check_lock_records
 from spanft.params.profiles import PROFILES_DIR, use_profile
 
 
@@ -19,6 +20,7 @@ def add_check_params(sub: argparse._SubParsersAction) -> None:
 
 def check_params(args: argparse.Namespace) -> int:
     plan = load_plan(args.file)
+    check_lock_records(root=Path(args.file).parent)
     print(f"{args.file}: ok (profile {plan.profile}, {len(plan.runs())} fine-tuning runs)")
     return 0
 

@@ -160,10 +160,10 @@ def write_hf_corpus(
     try:
         data = datasets.load_dataset(hf_id, hf_config, split=hf_split, revision=revision)
     except Exception as exc:  # network, hub and cache errors all end the same way for the user
-        first_line = (str(exc).strip().splitlines() or [""])[0][:200]
+        first_line = (str(exc).strip().splitlines() or [""])[0][:60]  # the line stays readable (errors.MAX_LINE)
         raise SpanftError(
             f"could not load {source} from the hub ({type(exc).__name__}: {first_line}); without network, set "
-            "corpus.source: local and corpus.local_path: <path to wiki.train.tokens or wiki.train.raw> in params.yaml "
+            "corpus.source: local and corpus.local_path: <wiki.train.tokens or .raw> in params.yaml "
             "(spanft corpus --source local --local-path FILE)"
         ) from None
     if "text" not in data.column_names:

@@ -51,7 +51,7 @@ def load_hub_split(task: TaskSpec, split: SplitSpec, revision: str | None = None
     try:
         return datasets.load_dataset(task.hub_id, config, split=split.hub_split, revision=revision)
     except Exception as exc:  # network, missing repo, auth, schema: sorted below
-        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+        reason = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:60]  # the line stays readable (errors.MAX_LINE)
         if _is_schema_error(exc):
             if split.optional and "Unknown split" in str(exc):
                 log.warning("%s: the hub has no %s split (%s); it is skipped: no test predictions",
@@ -62,9 +62,9 @@ def load_hub_split(task: TaskSpec, split: SplitSpec, revision: str | None = None
                 f"({type(exc).__name__}: {reason}); the hub repository's layout differs from the task registry's"
             ) from None
         raise SpanftError(
-            f"source hf: cannot load {task.hub_id} (config {config}, split {split.hub_split}){at} from the Hugging "
-            f"Face Hub ({type(exc).__name__}: {reason}); without network use the official files: --source local "
-            f"--data-dir DIR (params data.source: local, data.dir), layouts in the README"
+            f"source hf: cannot load {task.hub_id} (config {config}, split {split.hub_split}){at} from the hub "
+            f"({type(exc).__name__}: {reason}); without network use the official files: --source local "
+            f"--data-dir DIR (params data.source: local, data.dir; README layouts)"
         ) from None
 
 

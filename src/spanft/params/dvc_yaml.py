@@ -14,6 +14,7 @@ from pathlib import Path
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open
 from spanft.params.plan import AXIS_PARAMS, VARIANTS, Variant
+from spanft.params.records import record_path
 from spanft.params.schema import FIXED_TASKS
 
 BEGIN = "  # >>> fine-tuning groups, generated from spanft/params/plan.py by `spanft dvc-yaml`: do not edit"
@@ -23,9 +24,6 @@ END = "  # <<< fine-tuning groups"
 CODE_DEPS = ("pipeline/finetune.py", "src/spanft/__init__.py", "src/spanft/errors.py", "src/spanft/english.py",
              "src/spanft/fileio.py", "src/spanft/threads.py", "src/spanft/params", "src/spanft/data",
              "src/spanft/model", "src/spanft/train")
-
-
-PARAMS_CHECKED = "data/params-checked.txt"  # the check_params stage's output: every stage runs after the check
 
 
 def _matrix(variant: Variant) -> list[str]:
@@ -59,11 +57,17 @@ def _group(variant: Variant, first: bool) -> list[str]:
     if first:
         lines += ["    cmd: python pipeline/finetune.py", '    params: ["hparams.${item.task}", threads]']
     if first or "${input}" not in _input(variant):
-        deps = [*CODE_DEPS, '"data/backbones/${item.backbone}"', f'"{_input(variant)}"', PARAMS_CHECKED]
+        deps = [*CODE_DEPS, '"data/backbones/${item.backbone}"', f'"{_input(variant)}"']
         lines += _wrapped("    deps: [", deps, "]")
-    lines.append(f'    outs: ["data/runs/{variant.study}/${{item.backbone}}/${{item.task}}/{_run_name(variant)}'
-                 f'/seed${{item.seed}}"]')
+    lines += _wrapped("    outs: [", [f'"data/runs/{variant.study}/${{item.backbone}}/${{item.task}}/{_run_name(variant)}'
+                                        f'/seed${{item.seed}}"', f'"{_record(variant)}"'], "]")
     return lines
+
+
+def _record(variant: Variant) -> str:
+    """The run's params record (params/records.py), named as DVC names the member: its matrix values joined."""
+    axes = ["backbone", "task", *variant.axes, "seed"]
+    return record_path(f"{variant.group}@" + "-".join(f"${{item.{axis}}}" for axis in axes))
 
 
 def _wrapped(start: str, items: list[str], end: str, width: int = 118) -> list[str]:

@@ -18,23 +18,32 @@ from spanft.params.load import load_params, lookup
 
 
 def _hparam(default: Any, help: str, kind: type, minimum: int | None = None, optional: bool = False,
-            choices: tuple[str, ...] = ()) -> Any:
+            choices: tuple[str, ...] = (), maximum: int | None = None) -> Any:
     return field(default=default, metadata={"help": help, "kind": kind, "minimum": minimum, "optional": optional,
-                                            "choices": choices})
+                                            "choices": choices, "maximum": maximum})
+
+
+# Upper bounds where a value would train for years or exhaust memory (a typo, never a choice): the paper trains
+# 2-3 epochs at batch 32 and 128 tokens; the longest backbones take 4,096 tokens.
+MAX_EPOCHS = 1000
+MAX_BATCH = 65536
+MAX_TOKENS_PER_EXAMPLE = 65536
 
 
 @dataclass(frozen=True, kw_only=True)
 class HParams:
     """The hyper-parameters of one fine-tuning run (params ``hparams.<task>``; ``spanft finetune`` flags)."""
 
-    epochs: int = _hparam(3, "training epochs (the best epoch on dev is kept)", int, minimum=1)
+    epochs: int = _hparam(3, "training epochs (the best epoch on dev is kept)", int, minimum=1,
+                          maximum=MAX_EPOCHS)
     lr: float = _hparam(2e-5, "peak learning rate of AdamW (linear decay)", float)
-    batch_size: int = _hparam(32, "training batch size", int, minimum=1)
-    eval_batch_size: int = _hparam(64, "evaluation batch size", int, minimum=1)
-    max_seq_len: int = _hparam(128, "sub-word tokens per example, [CLS] and [SEP] included", int, minimum=1)
+    batch_size: int = _hparam(32, "training batch size", int, minimum=1, maximum=MAX_BATCH)
+    eval_batch_size: int = _hparam(64, "evaluation batch size", int, minimum=1, maximum=MAX_BATCH)
+    max_seq_len: int = _hparam(128, "sub-word tokens per example, [CLS] and [SEP] included", int, minimum=1,
+                               maximum=MAX_TOKENS_PER_EXAMPLE)
     max_spans: int | None = _hparam(None, "spans per example (default: max-seq-len / 2)", int, minimum=1,
-                                    optional=True)
-    max_span_len: int = _hparam(16, "words per span", int, minimum=1)
+                                    optional=True, maximum=MAX_TOKENS_PER_EXAMPLE)
+    max_span_len: int = _hparam(16, "words per span", int, minimum=1, maximum=MAX_TOKENS_PER_EXAMPLE)
     dropout: float = _hparam(0.1, "dropout before the classifier, 0 <= dropout < 1", float)
     cls_vector: str = _hparam("hidden", "the [CLS] vector: hidden (last layer) | pooler", str,
                               choices=("hidden", "pooler"))
@@ -52,7 +61,7 @@ def hparam_problem(name: str, value: Any) -> str | None:
     spec = HPARAM_FIELDS.get(name)
     if spec is None:
         return f"unknown hyper-parameter; valid: {', '.join(HPARAM_FIELDS)}"
-    wanted, minimum = spec.metadata["kind"], spec.metadata["minimum"]
+    wanted, minimum, maximum = spec.metadata["kind"], spec.metadata["minimum"], spec.metadata["maximum"]
     if value is None:
         return None if spec.metadata["optional"] else f"must be set ({_kind(wanted)})"
     numeric = wanted is float and isinstance(value, int)
@@ -62,6 +71,8 @@ def hparam_problem(name: str, value: Any) -> str | None:
         return f"{value!r} is not one of {', '.join(spec.metadata['choices'])}"
     if minimum is not None and value < minimum:
         return f"must be at least {minimum}, found {value!r}"
+    if maximum is not None and value > maximum:
+        return f"must be at most {maximum:,}, found {value!r}"
     if name == "lr":
         return lr_problem(value)
     if name == "dropout" and not 0 <= value < 1:
@@ -91,7 +102,8 @@ def checked_hparams(block: Any, where: str) -> dict[str, Any]:
     for name, value in block.items():
         problem = hparam_problem(str(name), value)
         if problem:
-            raise SpanftError(f"{where}.{name}: {problem}")
+            shown = str(name).encode("ascii", "backslashreplace").decode("ascii")  # a look-alike letter shows
+            raise SpanftError(f"{where}.{shown}: {problem}")
     return {name: float(value) if HPARAM_FIELDS[name].metadata["kind"] is float and value is not None else value
             for name, value in block.items()}
 

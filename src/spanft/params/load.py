@@ -6,6 +6,11 @@ floats, as in YAML 1.2, where YAML 1.1 would read a string. A key given twice in
 naming both lines, where YAML would silently keep the last. An alias (``*name``, ``<<: *name``) is an error:
 ``dvc exp run -S`` leaves a value reached through an alias as it was, without a word, so the experiment would
 run with the old value.
+
+DVC reads the same file with ruamel's YAML 1.2 loader (``dvc/utils/serialize/_yaml.py``: ``parse_yaml``), and
+writes what it reads into ``dvc.lock`` and ``dvc params diff``. Where the two dialects read a scalar differently
+(``010``: 8 for YAML 1.1, 10 for DVC; ``yes``, ``1:30``, ``0o17``, ``+.5``) the file is refused in one line
+naming the key, the line and both readings, so a run never uses a value that DVC records as another.
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from ruamel.yaml import YAML as RuamelYAML
+from ruamel.yaml import YAMLError as RuamelYAMLError
 
 from spanft.errors import SpanftError, where
 from spanft.fileio import read_text
@@ -72,9 +79,15 @@ ParamsLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, l
 
 
 def parse_params(text: str, path: str | Path) -> Any:
-    """The YAML document in ``text`` (read from ``path``), with errors naming ``path:line``."""
+    """The YAML document in ``text`` (read from ``path``), with errors naming ``path:line``; a scalar that DVC
+    would read as another value is an error too."""
     try:
-        return yaml.load(text, Loader=ParamsLoader)  # noqa: S506 - a SafeLoader subclass
+        loader = ParamsLoader(text)
+        try:
+            node = loader.get_single_node()
+            tree = loader.construct_document(node) if node is not None else None
+        finally:
+            loader.dispose()
     except _AliasInParams as exc:
         raise SpanftError(exc.message(path)) from None
     except yaml.YAMLError as exc:
@@ -84,6 +97,69 @@ def parse_params(text: str, path: str | Path) -> Any:
         raise SpanftError(f"{where(path, line)}: not valid YAML: {problem}") from None
     except RecursionError:
         raise SpanftError(f"{path}: not valid YAML: nested too deeply") from None
+    _check_dvc_reads_the_same(text, node, tree, path)
+    return tree
+
+
+def dvc_reading(text: str) -> Any:
+    """The YAML document in ``text`` as DVC reads a params file: ruamel's safe loader, YAML 1.2."""
+    return RuamelYAML(typ="safe").load(text)
+
+
+def _check_dvc_reads_the_same(text: str, node: yaml.Node | None, tree: Any, path: str | Path) -> None:
+    try:
+        theirs = dvc_reading(text)
+    except (RuamelYAMLError, ValueError, RecursionError) as exc:
+        problem = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise SpanftError(f"{path}: DVC cannot read it (YAML 1.2): {problem}") from None
+    found = _first_split(node, tree, theirs, "")
+    if found is None:
+        return
+    key, at, mine, dvcs = found
+    raise SpanftError(f"{where(path, at.start_mark.line + 1)}: {key or '(the document)'}: {_source(at)} reads as "
+                      f"{mine!r} in spanft (YAML 1.1) but {dvcs!r} in DVC (YAML 1.2: dvc.lock, dvc params diff): "
+                      "write the value you mean in a form both read alike (quoted, if it is text)")
+
+
+def _source(node: yaml.Node) -> str:
+    return repr(node.value) if isinstance(node, yaml.ScalarNode) else f"the {node.id}"
+
+
+def _same(mine: Any, theirs: Any) -> bool:
+    """Equal values of one type, containers compared item by item (NaN counts as equal to NaN)."""
+    if type(mine) is not type(theirs):
+        return False
+    if isinstance(mine, dict):
+        return list(mine) == list(theirs) and all(_same(k, t) and _same(mine[k], theirs[t]) for k, t in zip(mine, theirs))
+    if isinstance(mine, list):
+        return len(mine) == len(theirs) and all(_same(a, b) for a, b in zip(mine, theirs))
+    return mine == theirs or (mine != mine and theirs != theirs)
+
+
+def _first_split(node: yaml.Node | None, mine: Any, theirs: Any, key: str) -> tuple[str, yaml.Node, Any, Any] | None:
+    """``(dotted key, node, spanft's value, DVC's value)`` of the first scalar the two readings differ on."""
+    if isinstance(node, yaml.MappingNode) and isinstance(mine, dict):
+        if not isinstance(theirs, dict) or len(theirs) != len(mine) or len(node.value) != len(mine):
+            return None if _same(mine, theirs) else (key, node, mine, theirs)  # merged (<<: {...}): no lines
+        for (key_node, value_node), (k, v), (their_k, their_v) in zip(node.value, mine.items(), theirs.items()):
+            dotted = f"{key}.{k}" if key else str(k)
+            if not _same(k, their_k):
+                return f"a key under {key or 'the top level'}", key_node, k, their_k
+            found = _first_split(value_node, v, their_v, dotted)
+            if found:
+                return found
+        return None
+    if isinstance(node, yaml.SequenceNode) and isinstance(mine, list):
+        if not isinstance(theirs, list) or len(theirs) != len(mine):
+            return key, node, mine, theirs
+        for i, (item_node, item, their_item) in enumerate(zip(node.value, mine, theirs)):
+            found = _first_split(item_node, item, their_item, f"{key}[{i}]")
+            if found:
+                return found
+        return None
+    if node is None or _same(mine, theirs):
+        return None
+    return key, node, mine, theirs
 
 
 def load_params(path: str | Path) -> dict:

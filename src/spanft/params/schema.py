@@ -119,7 +119,8 @@ def _check_node(node: Any, schema: Any, dotted: str, path) -> None:
                 close = difflib.get_close_matches(key, [k for k in schema if k != "*"], n=1)
                 hint = f" (did you mean {_join(dotted, close[0])}?)" if close else ""
                 valid = ", ".join(k for k in schema if k != "*")
-                raise SpanftError(f"{path}: unknown key {where}{hint}; valid keys here: {valid}")
+                shown = where.encode("ascii", "backslashreplace").decode("ascii")  # a look-alike (Cyrillic е) shows
+                raise SpanftError(f"{path}: unknown key {shown}{hint}; valid keys here: {valid}")
             _check_node(value, child, where, path)
         return
     if isinstance(schema, ListOf):
@@ -201,6 +202,11 @@ def _check_values(tree: dict, path) -> None:
 _AT_LEAST_ONE = ("corpus.tokens", "corpus.tagged_sentences", "ngrams.min_count", "data.synthetic.train_size",
                  "data.synthetic.eval_size", "data.synthetic.test_size", "reports.figure2.examples",
                  "reports.bootstrap.resamples")
+# upper bounds where a value would run for years or exhaust memory (a typo, never a choice): WikiText-103 is
+# 103 million words, the largest GLUE training set (MNLI) 393 thousand examples
+_AT_MOST = {"corpus.tokens": 10**10, "corpus.tagged_sentences": 10**7, "data.synthetic.train_size": 10**7,
+            "data.synthetic.eval_size": 10**7, "data.synthetic.test_size": 10**7, "reports.figure2.examples": 1000,
+            "reports.bootstrap.resamples": 10**6}
 _SEEDS = ("corpus.seed", "data.synthetic.seed", "segmentation.random_seed",
           "reports.bootstrap.seed")
 BOOTSTRAP_MIN_RESAMPLES = 39  # spanft.report.bootstrap.MIN_RESAMPLES (params import no report code)
@@ -221,6 +227,9 @@ def _check_counts(tree: dict, path) -> None:
     for dotted in _AT_LEAST_ONE:
         if _get(tree, dotted) < 1:
             raise SpanftError(f"{path}: {dotted} must be at least 1, found {_get(tree, dotted)!r}")
+    for dotted, most in _AT_MOST.items():
+        if _get(tree, dotted) > most:
+            raise SpanftError(f"{path}: {dotted} must be at most {most:,}, found {_get(tree, dotted)!r}")
     if _get(tree, "reports.bootstrap.resamples") < BOOTSTRAP_MIN_RESAMPLES:
         raise SpanftError(f"{path}: reports.bootstrap.resamples must be at least {BOOTSTRAP_MIN_RESAMPLES} (a 95% "
                           f"interval needs 2/(R+1) <= 0.05), found {_get(tree, 'reports.bootstrap.resamples')!r}")
@@ -373,6 +382,10 @@ def _check_references(tree: dict, path) -> None:
             if task not in tree["hparams"]:
                 raise SpanftError(f"{path}: hparams.{task} is missing (studies.{study} fine-tunes {task})")
     for study, spec in tree["studies"].items():
+        if spec["backbones"] and "tasks" in spec and not spec["tasks"]:
+            raise SpanftError(f"{path}: studies.{study}.tasks is empty but studies.{study}.backbones names "
+                              f"{', '.join(map(repr, spec['backbones']))}: its tables would have no runs; name a "
+                              f"task, or empty the backbones to leave the study out")
         if spec["backbones"] and not spec["seeds"]:
             raise SpanftError(f"{path}: studies.{study}.seeds is empty but studies.{study}.backbones names "
                               f"{', '.join(map(repr, spec['backbones']))}: its tables need at least one run per "

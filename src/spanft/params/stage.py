@@ -28,6 +28,7 @@ import yaml
 from spanft.errors import SpanftError, run_command
 from spanft.params.load import load_params
 from spanft.params.plan import PARAMS_FILE, VARIANTS, Plan, Variant, load_plan
+from spanft.params.records import write_record
 
 STAGE_ENV = "DVC_STAGE"  # dvc/env.py: set by DVC for every stage command
 _JOIN = "@"  # dvc/parsing: JOIN between a group's name and its member's key
@@ -148,7 +149,11 @@ def run_stage(body: Callable[[Plan], None], quiet: bool = False) -> int:
         before = _params_now()
         plan = load_plan()
         body(plan)  # a stage's result is its output files; the exit code is 0 unless it raised
-        check_params_unchanged(before, _params_now(), keys=declared_params(os.environ.get(STAGE_ENV), plan))
+        stage = os.environ.get(STAGE_ENV)
+        keys = declared_params(stage, plan)
+        check_params_unchanged(before, _params_now(), keys=keys)
+        if stage and keys:  # what DVC will record beside the outputs, as this stage used it (params.records)
+            write_record(stage, {key: _at(before, key) for key in keys})
 
     return run_command(call)
 

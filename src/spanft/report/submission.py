@@ -110,8 +110,8 @@ def _leaderboard_file(path: Path, task: TaskSpec) -> str:
 
 
 def parse_pred_arguments(pairs: list[str]) -> tuple[dict[str, Path], dict[str, str]]:
-    """(found, skipped): {stem: path} and {stem: why} for ``STEM=TSV`` arguments (a TSV that does not exist
-    is skipped with a warning)."""
+    """(found, skipped): {stem: path} and {stem: why} for ``STEM=TSV`` arguments; a TSV that does not exist
+    is an error (a mistyped path would otherwise zip nothing and exit 0)."""
     result: dict[str, Path] = {}
     skipped: dict[str, str] = {}
     for pair in pairs:
@@ -123,8 +123,8 @@ def parse_pred_arguments(pairs: list[str]) -> tuple[dict[str, Path], dict[str, s
         if stem in result:
             raise SpanftError(f"--pred: {stem} given twice")
         if not Path(path).is_file():
-            skipped[stem] = f"no predictions file {path}"
-            continue
+            found = "a directory" if Path(path).is_dir() else "not found"
+            raise SpanftError(f"--pred {pair!r}: predictions file {path} {found}")
         result[stem] = Path(path)
     return result, skipped
 

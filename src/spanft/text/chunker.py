@@ -174,7 +174,7 @@ def fetch_pretrained_tagger(download_dir: str | Path):
         try:
             ok = nltk.download(PRETRAINED_NAME, download_dir=str(download_dir), quiet=True, raise_on_error=True)
         except Exception as exc:  # urllib/socket/ValueError: all mean "not downloaded"
-            ok, reason = False, (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+            ok, reason = False, (str(exc).strip().splitlines() or [type(exc).__name__])[0][:60]  # errors.MAX_LINE
         else:
             reason = "the downloader reported a failure"
         if not ok or not all(f.is_file() for f in files):

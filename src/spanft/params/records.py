@@ -1,0 +1,80 @@
+"""What params each stage really used, as an output DVC hashes, and the check that finds a lying ``dvc.lock``.
+
+DVC reads ``params.yaml`` for a stage's lock entry only after the stage's command has ended (and after it has
+hashed the stage's file deps), so a params edit saved in that window is recorded beside outputs made from the
+old values, and ``dvc status`` then says clean. No stage can stop DVC from writing that entry; what a stage can
+do is say what it used. Every stage with params writes ``data/params-used/<stage>.yaml`` (an output in
+``dvc.yaml``): the values of the keys it declares, as it read them before its work, in ``dvc.lock``'s own
+layout. :func:`check_lock_records` compares every record that DVC recorded (its hash is the one in
+``dvc.lock``) with the params DVC recorded beside it, and names a stage whose two differ. The ``check_params``
+stage, keyed on the whole of ``params.yaml`` and so run again after any such edit, and ``spanft
+check-params`` run it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from ruamel.yaml import YAML as RuamelYAML
+from ruamel.yaml import YAMLError as RuamelYAMLError
+
+from spanft.errors import SpanftError
+from spanft.fileio import atomic_open
+from spanft.params.load import dvc_reading
+
+RECORDS_DIR = "data/params-used"
+PARAMS_FILE = "params.yaml"
+DVC_LOCK = "dvc.lock"
+
+
+def record_path(stage: str) -> str:
+    """Where the stage named ``stage`` (``count_ngrams``, ``prepare_task@cola``) records its params."""
+    return f"{RECORDS_DIR}/{stage}.yaml"
+
+
+def write_record(stage: str, used: dict[str, Any]) -> None:
+    """Record ``used`` (declared key -> value read before the work) as ``dvc.lock`` lays params out."""
+    dumper = RuamelYAML()  # as DVC writes dvc.lock (dvc/utils/serialize/_yaml.py), so both read back alike
+    dumper.default_flow_style = False
+    with atomic_open(record_path(stage)) as handle:
+        dumper.dump({PARAMS_FILE: used}, handle)
+
+
+def _md5(path: Path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()  # noqa: S324 - DVC 3's file hash, not security
+
+
+def lying_stages(lock_path: str | Path = DVC_LOCK, root: str | Path = ".") -> list[tuple[str, str, Any, Any]]:
+    """``(stage, key, value dvc.lock records, value the stage used)`` for each stage whose lock entry
+    records other params than its record (the one whose hash that entry holds) says it used."""
+    try:  # both read as DVC reads them (YAML 1.2: DVC writes lr 3e-05 so, which YAML 1.1 reads as text)
+        stages = (dvc_reading((Path(root) / lock_path).read_text(encoding="utf-8")) or {}).get("stages") or {}
+    except (OSError, ValueError, AttributeError, RuamelYAMLError):
+        return []  # no lock yet, or one DVC itself will complain about
+    found = []
+    for name, entry in stages.items():
+        outs = {out.get("path"): out.get("md5") for out in (entry or {}).get("outs") or [] if isinstance(out, dict)}
+        path = Path(root) / record_path(name)
+        if record_path(name) not in outs or not path.is_file() or _md5(path) != outs[record_path(name)]:
+            continue  # no record, or not the one this entry recorded (outputs not checked out): DVC says so
+        used = (dvc_reading(path.read_text(encoding="utf-8")) or {}).get(PARAMS_FILE) or {}
+        locked = ((entry.get("params") or {}).get(PARAMS_FILE)) or {}
+        for key in [*used, *(k for k in locked if k not in used)]:
+            if used.get(key) != locked.get(key):
+                found.append((name, key, locked.get(key), used.get(key)))
+                break
+    return found
+
+
+def check_lock_records(lock_path: str | Path = DVC_LOCK, root: str | Path = ".") -> None:
+    """One line naming the first stage that ``dvc.lock`` records with params it did not use, and the fix."""
+    found = lying_stages(lock_path, root)
+    if not found:
+        return
+    stage, key, locked, used = found[0]
+    more = f" (and {len(found) - 1} more stage(s))" if len(found) > 1 else ""
+    raise SpanftError(f"{lock_path}: stage {stage} is recorded with {key} {locked!r}, but its outputs were made "
+                      f"with {used!r} ({record_path(stage)}: params.yaml was saved after the stage ended, before DVC "
+                      f"wrote its lock){more}; re-run it: dvc repro -f -s {stage}")

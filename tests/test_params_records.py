@@ -1,0 +1,63 @@
+"""The params records (spanft.params.records) against dvc.lock as DVC itself writes it (its own YAML dumper)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+
+import pytest
+from dvc.utils.serialize import dumps_yaml  # what DVC writes dvc.lock with
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from spanft.errors import SpanftError
+from spanft.params.records import check_lock_records, lying_stages, record_path, write_record
+
+SCALARS = st.one_of(st.integers(-10**12, 10**12), st.floats(allow_nan=False, allow_infinity=False, width=64),
+                    st.booleans(), st.none(), st.text(max_size=12))
+VALUES = st.recursive(SCALARS, lambda inner: st.dictionaries(st.text("abcxyz_", min_size=1, max_size=6), inner,
+                                                             max_size=3), max_leaves=8)
+
+
+def _lock(root, stage: str, params: dict, record_md5: str) -> None:
+    lock = {"schema": "2.0", "stages": {stage: {"cmd": "python pipeline/x.py", "params": {"params.yaml": params},
+                                                "outs": [{"path": "data/out.tsv", "md5": "0" * 32, "size": 1},
+                                                         {"path": record_path(stage), "md5": record_md5, "size": 1}]}}}
+    (root / "dvc.lock").write_text(dumps_yaml(lock), encoding="utf-8")
+
+
+def _md5(path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()  # noqa: S324
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(used=st.dictionaries(st.sampled_from(["hparams.cola", "ngrams", "dict_size", "lr"]), VALUES, min_size=1),
+       changed=st.booleans(), stage=st.sampled_from(["count_ngrams", "glue_sf@tiny-cola-1", "prepare_task@cola"]))
+@example(used={"hparams.cola": {"lr": 3e-05, "epochs": 3}}, changed=False, stage="glue_sf@tiny-cola-1")
+def test_a_record_matches_the_lock_dvc_writes_unless_the_values_differ(tmp_path_factory, used, changed, stage):
+    root = tmp_path_factory.mktemp("records")
+    cwd = os.getcwd()
+    os.chdir(root)
+    try:
+        write_record(stage, used)
+    finally:
+        os.chdir(cwd)
+    locked = dict(used)
+    key = next(iter(locked))
+    if changed:
+        locked[key] = [locked[key]]  # a value no scalar or mapping equals
+    _lock(root, stage, locked, _md5(root / record_path(stage)))
+    found = lying_stages(root=root)
+    assert [(s, k) for s, k, _, _ in found] == ([(stage, key)] if changed else [])
+
+
+def test_a_record_that_is_not_the_one_dvc_recorded_is_not_judged(tmp_path):
+    """Outputs not checked out (another commit's record on disk): dvc status says so, not this check."""
+    os.chdir(tmp_path)
+    write_record("count_ngrams", {"ngrams": {"min_count": 2}})
+    _lock(tmp_path, "count_ngrams", {"ngrams": {"min_count": 50}}, "f" * 32)
+    assert lying_stages(root=tmp_path) == []
+    _lock(tmp_path, "count_ngrams", {"ngrams": {"min_count": 50}}, _md5(tmp_path / record_path("count_ngrams")))
+    with pytest.raises(SpanftError, match=r"^dvc.lock: stage count_ngrams is recorded with ngrams \{'min_count': 50\}, "
+                                          r"but its outputs were made with \{'min_count': 2\}.*dvc repro -f -s count_ngrams$"):
+        check_lock_records(root=tmp_path)
