@@ -174,7 +174,7 @@ def test_a_second_fanout_in_the_same_head_is_refused_in_one_line(tmp_path):
     settings = ClusterSettings(executor="local", folder=str(tmp_path / "jobs"))
     (tmp_path / "jobs").mkdir()
     with FileLock(tmp_path / "jobs" / "fanout.lock"):
-        with pytest.raises(SpanftError, match="another spanft fanout is running for this head"):
+        with pytest.raises(SpanftError, match="another spanft fanout is using this job folder"):
             fanout(tmp_path, settings, jobs=1, allow_dirty=False, join=False)
 
 
@@ -192,7 +192,9 @@ def test_a_job_that_ended_badly_without_a_result_fails_at_once(tmp_path, state):
     from spanft.cluster.tracking import Submitted, outcome
 
     entry = Submitted("glue_sf@tiny-cola-1", _Job(tmp_path, state))
-    assert outcome(entry, {}).startswith(f"ended without a result ({state.lower()}")
+    said = outcome(entry, {})
+    assert said == "cancelled (scancel, or an administrator)" if state == "CANCELLED" else \
+        said.startswith(f"ended without a result ({state.lower()}")
 
 
 def test_a_clean_exit_waits_for_its_result_file_before_it_counts_as_failed(tmp_path, monkeypatch):
@@ -225,12 +227,12 @@ def test_a_stage_whose_earlier_job_still_runs_is_not_sent_again(tmp_path):
     stale = [StaleStage("glue_sf@tiny-cola-1", ()), StaleStage("glue_sf@tiny-mrpc-1", ())]
     try:
         with pytest.raises(SpanftError, match=rf"still running here: glue_sf@tiny-cola-1 \(process {stand_in.pid}\);"):
-            still_running(tmp_path, stale)
-        assert still_running(tmp_path, stale[1:]) == {}  # that one's job is gone
+            still_running(tmp_path, stale, "c", "s")
+        assert still_running(tmp_path, stale[1:], "c", "s") == {}  # that one's job is gone
     finally:
         stand_in.kill()
         stand_in.wait()
-    assert still_running(tmp_path, stale) == {}
+    assert still_running(tmp_path, stale, "c", "s") == {}
 
 
 def test_a_process_that_got_a_dead_jobs_id_back_is_not_that_job():
@@ -538,7 +540,7 @@ def test_the_job_folder_needs_room_for_the_checkpoints_of_the_jobs_at_once(tmp_p
     usage = type("Usage", (), {"free": per_job * 4})
     monkeypatch.setattr(preflight.shutil, "disk_usage", lambda path: usage)
     preflight.check_room(tmp_path / ".fanout", per_job, 4)
-    with pytest.raises(SpanftError, match=r"cluster.folder .*: 0.0 GB free, but 5 jobs at once keep checkpoints"):
+    with pytest.raises(SpanftError, match=r"cluster.folder .*: 0.1 MB free, but 5 jobs at once keep checkpoints"):
         preflight.check_room(tmp_path / ".fanout", per_job, 5)
 
 
@@ -601,7 +603,7 @@ def test_a_job_that_timed_out_too_often_says_how_far_it_got_and_what_to_change(t
     ("", "OSError: [Errno 28] No space left on device: '/x'\n", 10**9, "ended without a result: no space left on device"),
     ("slurmstepd: error: Detected 1 oom-kill event(s)\n", "", 10**9, "out of memory (raise cluster.mem_gb)"),
     ("", "", 0, "no space left on device in"),  # .fanout full: the logs themselves are empty
-    ("", "", 10**9, "wrote no log: it could not start (a site default such as SBATCH_EXPORT=NONE, or cluster.setup)"),
+    ("", "", 10**9, "wrote no log: it could not start, or could not write"),
     ("ERROR: failed to reproduce 'x': oops\n", "", 10**9, "ended without a result: ERROR: failed to reproduce"),
 ])
 def test_a_job_without_a_result_is_told_by_the_cause_its_logs_name(tmp_path, monkeypatch, err, out, free, said):
@@ -672,3 +674,75 @@ def test_a_failing_dvc_index_is_one_line(tmp_path, monkeypatch, capsys):
     assert main(["fanout", "--root", str(tmp_path), "--executor", "local"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("spanft: error:") and "DVC's index failed (disk I/O error)" in err and "\n" not in err
+
+
+def test_resources_no_node_offers_are_refused_before_anything_runs(tmp_path, monkeypatch):
+    from spanft.cluster.preflight import check_resources
+
+    fake = tmp_path / "bin" / "sbatch"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho \"$@\" > %s\necho 'allocation failure: Requested node configuration is not "
+                    "available' >&2\nexit 1\n" % (tmp_path / "args"))
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    with pytest.raises(SpanftError, match=r"SLURM would refuse the jobs \(allocation failure: Requested node "
+                                          r"configuration is not available\): 64 CPUs, 16 GB, 1 GPUs, 60 min, partition gpu"):
+        check_resources(ClusterSettings(cpus_per_job=64, gpus_per_job=1, partition="gpu"))
+    said = (tmp_path / "args").read_text()
+    assert "--test-only" in said and "--cpus-per-task=64" in said and "--gpus-per-node=1" in said
+
+
+def test_a_workspace_whose_git_is_broken_is_cloned_again_never_the_heads_repo_touched(head, tmp_path):
+    """A job killed while cloning leaves a .git git cannot read: git would then walk up to the head."""
+    from spanft.cluster.workspace import prepare_workspace, snapshot
+
+    commit = git(head, "rev-parse", "HEAD").strip()
+    branch = git(head, "rev-parse", "--abbrev-ref", "HEAD").strip()
+    folder = head / ".fanout"
+    snap = snapshot(head_state(head, [], ["src"], allow_dirty=False), folder)
+    workspace = folder / "workspaces" / "glue_sf@tiny-cola-1"
+    (workspace / ".git").mkdir(parents=True)
+    (workspace / ".git" / "HEAD").write_text("ref: refs/heads/master\n")
+    (workspace / "data" / "checkpoints").mkdir(parents=True)
+    (workspace / "data" / "checkpoints" / "kept").write_text("a run's checkpoint\n")
+    prepare_workspace(head, commit, snap, workspace, str(tmp_path / "cache"))
+    assert git(workspace, "rev-parse", "--show-toplevel").strip() == str(workspace)
+    assert git(head, "rev-parse", "--abbrev-ref", "HEAD").strip() == branch  # the head stays on its branch
+    assert not (head / ".dvc" / "config.local").exists()
+    assert (workspace / "data" / "checkpoints" / "kept").read_text() == "a run's checkpoint\n"
+    assert not (workspace / ".git" / "objects" / "info" / "alternates").exists()  # a gc of the head cannot break it
+
+
+def test_an_earlier_jobs_of_another_commit_are_never_taken_for_this_calls(tmp_path, monkeypatch):
+    from spanft.cluster import fanout as module
+    from spanft.cluster.stages import StaleStage
+    from spanft.cluster.tracking import Active
+
+    earlier = Active("7_0", "slurm", tmp_path / "jobs" / "1")
+    monkeypatch.setattr(module, "still_active", lambda folder: {"glue_sf@tiny-cola-1": earlier})
+    stale = [StaleStage("glue_sf@tiny-cola-1", ())]
+    monkeypatch.setattr(module, "_runs", lambda entry: ("old", "snap"))
+    with pytest.raises(SpanftError, match=r"still run another commit or other files: glue_sf@tiny-cola-1 \(job 7_0\)"):
+        module.still_running(tmp_path, stale, "new", "snap")
+    monkeypatch.setattr(module, "_runs", lambda entry: ("new", "snap"))
+    assert module.still_running(tmp_path, stale, "new", "snap") == {"glue_sf@tiny-cola-1": earlier}
+
+
+def test_a_head_reached_through_a_symbolic_link_opens_in_dvc(tmp_path, monkeypatch):
+    """Home and scratch folders of clusters are often links: DVC relates stage paths to the working directory."""
+    from spanft.cluster.stages import finetune_upstream, stage_paths, stale_training_stages
+
+    repo = tmp_path / "real"
+    (repo / "pipeline").mkdir(parents=True)
+    (repo / "pipeline" / "finetune.py").write_text("open('run.txt', 'w').write(open('data.txt').read())\n")
+    (repo / "dvc.yaml").write_text("stages:\n  data:\n    cmd: echo x > data.txt\n    outs: [data.txt]\n"
+                                   "  ft:\n    cmd: python pipeline/finetune.py\n"
+                                   "    deps: [pipeline/finetune.py, data.txt]\n    outs: [run.txt]\n")
+    git(repo, "init", "-q")
+    subprocess.run(["dvc", "init", "-q"], cwd=repo, check=True)
+    link = tmp_path / "link"
+    link.symlink_to(repo)
+    monkeypatch.chdir(link)
+    assert finetune_upstream(link) == ["data"]
+    assert stage_paths(link) == stage_paths(repo)
+    assert [stage.name for stage in stale_training_stages(link)[0]] == ["ft"]

@@ -158,8 +158,9 @@ def fanout(root: Path, settings: ClusterSettings, jobs: int | None, allow_dirty:
         lock.acquire()
     except Timeout:
         _remove_made(made)
-        raise SpanftError(f"{folder / 'fanout.lock'}: another spanft fanout is running for this head; "
-                          f"wait for it to end (or stop it) first") from None
+        raise SpanftError(f"{folder / 'fanout.lock'}: another spanft fanout is using this job folder (this head's, "
+                          f"or another head's with the same cluster.folder); wait for it to end (or stop it), or "
+                          f"give each head a cluster.folder of its own") from None
     try:
         check_before_spending(root, settings, executor, jobs or settings.max_parallel)
         return _fanout(root, settings, executor, jobs or settings.max_parallel, allow_dirty, join)
@@ -178,19 +179,21 @@ def check_before_spending(root: Path, settings: ClusterSettings, executor: str, 
     preflight.check_time_limit(settings, executor)
     if executor == "slurm":
         preflight.check_scheduler()
+        preflight.check_resources(settings)
     preflight.check_cache(cache_dir(root))
-    check_room(root, settings, parallel)
     log.info("fanout: checked the time limit, %s, the job folder and the DVC cache (%.1f s)",
-             "the scheduler" if executor == "slurm" else "local processes", time.perf_counter() - started)
+             "the scheduler and the jobs' resources" if executor == "slurm" else "local processes",
+             time.perf_counter() - started)
 
 
 def check_room(root: Path, settings: ClusterSettings, parallel: int) -> bool:
-    """The job folder's room for the checkpoints of the jobs at once; False while a backbone's size is unknown."""
+    """The job folder's room for the checkpoints of ``parallel`` jobs at once (once the backbones are built,
+    before any is sent); False while a backbone's size is unknown."""
     runs = load_plan(root / "params.yaml").runs()
     per_job = preflight.checkpoint_bytes(root, {run.backbone for run in runs})
     if per_job is None:
         return False
-    preflight.check_room(settings.folder_path(root), per_job, max(1, min(parallel, len(runs))))
+    preflight.check_room(settings.folder_path(root), per_job, max(1, parallel))
     return True
 
 
@@ -239,7 +242,8 @@ def _fanout(root: Path, settings: ClusterSettings, executor: str, parallel: int,
     log.info("fanout: %d training stages to send, %d up to date, %d in the cache already (the join restores them)",
              len(stale), fresh, cached)
     if stale:
-        if not check_room(root, settings, min(parallel, len(stale))):
+        if not check_room(root, settings, min(parallel if executor == "slurm" else local_slots(settings, parallel),
+                                              len(stale))):
             log.info("fanout: a backbone's size is unknown: the job folder's room was not checked")
         failed = send(root, head, stale, settings, executor, parallel)
         if failed:
@@ -249,6 +253,11 @@ def _fanout(root: Path, settings: ClusterSettings, executor: str, parallel: int,
             return 1
     if settings.remote:
         run_dvc(root, "pull", "--run-cache", "--allow-missing", "--remote", settings.remote)
+    left, _, _ = stale_training_stages(root)
+    if left:  # every job succeeded, yet runs are missing (jobs of another commit, a cache another head cleaned)
+        log.info("fanout: %d training stages are still stale after the jobs (%s): run spanft fanout again to "
+                 "send them", len(left), ", ".join(stage.name for stage in left[:3]) + (" ..." if len(left) > 3 else ""))
+        return 1
     dropped = forget_uncached_records(root)
     if dropped:
         log.info("fanout: %d dvc.lock records name outputs this cache lacks (runs made elsewhere): dropped, "
@@ -275,19 +284,36 @@ def refuse_stale_join(root: Path, head: HeadState) -> None:
                           f"the join would fine-tune here: run spanft fanout again")
 
 
-def still_running(folder: Path, stale: list[StaleStage]) -> dict[str, Active]:
-    """The stale stages whose job of an earlier call is still queued or running: never sent twice. SLURM jobs
-    are watched again (an earlier call may have stopped watching them); local ones, children of a command that
-    still runs, are refused."""
+def still_running(folder: Path, stale: list[StaleStage], commit: str, snap: str) -> dict[str, Active]:
+    """The stale stages whose job of an earlier call is still queued or running: never sent twice. A SLURM job
+    that runs this very commit and snapshot is watched again (an earlier call may have stopped watching it);
+    one of another commit, or a local one (the child of a command that still runs), is refused."""
     active = still_active(folder)
     busy = {stage.name: active[stage.name] for stage in stale if stage.name in active}
     local = [(name, entry.job) for name, entry in busy.items() if entry.executor != "slurm"]
     if local:
-        shown = ", ".join(f"{stage} (process {job})" for stage, job in local[:3])
-        more = f" and {len(local) - 3} more" if len(local) > 3 else ""
-        raise SpanftError(f"jobs of an earlier spanft fanout are still running here: {shown}{more}; wait for that "
-                          f"command to end (or stop it), then run spanft fanout again")
+        raise SpanftError(f"jobs of an earlier spanft fanout are still running here: {_listed(local, 'process')}; "
+                          f"wait for that command to end (or stop it), then run spanft fanout again")
+    other = [(name, entry.job) for name, entry in busy.items() if _runs(entry) != (commit, snap)]
+    if other:
+        raise SpanftError(f"jobs of an earlier spanft fanout still run another commit or other files: "
+                          f"{_listed(other, 'job')}; wait for them to end or cancel them (scancel ID), then run "
+                          f"spanft fanout again")
     return busy
+
+
+def _listed(pairs: list[tuple[str, str]], what: str) -> str:
+    shown = ", ".join(f"{stage} ({what} {job})" for stage, job in pairs[:3])
+    return shown + (f" and {len(pairs) - 3} more" if len(pairs) > 3 else "")
+
+
+def _runs(entry: Active) -> tuple[str, str] | None:
+    """The commit and snapshot an earlier call's job runs (from submitit's record of the call it sent)."""
+    try:
+        call = submitit.SlurmJob(folder=entry.submission / "%j", job_id=entry.job).submission().function
+        return call.commit, call.snapshot
+    except Exception:  # an unreadable record: never taken for this call's job
+        return None
 
 
 def pin(root: Path, commit: str, submission: Path) -> None:
@@ -306,12 +332,16 @@ def send(root: Path, head: HeadState, stale: list[StaleStage], settings: Cluster
          parallel: int) -> int:
     """Submit every stale stage, report as jobs end, and return how many failed."""
     folder = settings.folder_path(root)
-    running = still_running(folder, stale)
+    snapshots_before = _listing(folder / "snapshots")
+    snap, shared_cache = str(snapshot(head, folder)), cache_dir(root)
+    try:
+        running = still_running(folder, stale, head.commit, snap)
+    except SpanftError:
+        _remove_new(folder / "snapshots", snapshots_before)
+        raise
     to_send = [stage for stage in stale if stage.name not in running]
     parallel = max(1, min(parallel if executor == "slurm" else local_slots(settings, parallel), len(to_send)))
     cores = job_cores(settings, executor, parallel)
-    snapshots_before = _listing(folder / "snapshots")
-    snap, shared_cache = str(snapshot(head, folder)), cache_dir(root)
     processes = parallel if executor == "local" else 1
     submission = new_submission(folder)
     calls = [StageJob(stage.name, stage.upstream, str(root), head.commit, snap, workspace_of(folder, stage.name),
@@ -334,8 +364,7 @@ def send(root: Path, head: HeadState, stale: list[StaleStage], settings: Cluster
                                        if calls else [])
             except SpanftError:  # nothing was sent: a refused call leaves nothing behind
                 shutil.rmtree(submission, ignore_errors=True)
-                for made in _listing(folder / "snapshots") - snapshots_before:
-                    shutil.rmtree(made, ignore_errors=True)
+                _remove_new(folder / "snapshots", snapshots_before)
                 git(root, "update-ref", "-d", f"{PIN_REFS}/{submission.name}")
                 raise
             write_manifest(submission, submitted)
@@ -358,6 +387,11 @@ def send(root: Path, head: HeadState, stale: list[StaleStage], settings: Cluster
 
 def _listing(folder: Path) -> set[Path]:
     return set(folder.iterdir()) if folder.is_dir() else set()
+
+
+def _remove_new(folder: Path, before: set[Path]) -> None:
+    for made in _listing(folder) - before:
+        shutil.rmtree(made, ignore_errors=True)
 
 
 def workspace_of(folder: Path, stage: str) -> str:

@@ -60,7 +60,8 @@ def exclusive(path: Path, what: str) -> Iterator[None]:
                 found = {}
             if found and not holder_gone(found):
                 holder = found.get("slurm_job") or f"pid {found.get('pid')} on {found.get('host')}"
-                raise SpanftError(f"{what}: another job ({holder}) holds {path}; this one did nothing") from None
+                raise SpanftError(f"{what}: another job ({holder}) holds {path}; this one did nothing (if that job "
+                                  f"is gone, remove the file and run spanft fanout again)") from None
             with contextlib.suppress(FileNotFoundError):
                 os.replace(path, path.with_name(path.name + ".stale"))
             continue

@@ -39,6 +39,9 @@ def check_time_limit(settings: ClusterSettings, executor: str) -> None:
     """A job must have time to train past its start-up and reach a checkpoint before its time-limit signal."""
     lead = settings.signal_delay_s if executor == "slurm" else 0
     left = settings.time_min * 60 - lead - settings.startup_s
+    if executor == "slurm" and settings.signal_delay_s < 1:
+        raise SpanftError("cluster.signal_delay_s 0: SLURM would stop a job at its limit without the signal that "
+                          "lets it checkpoint and requeue; give it a lead (90 s by default)")
     if left < settings.checkpoint_every_s:
         raise SpanftError(
             f"cluster.time_min {settings.time_min}: a job has {settings.time_min * 60} s, less the time-limit "
@@ -64,6 +67,35 @@ def check_scheduler() -> None:
         said = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
         raise SpanftError(f"SLURM does not answer: squeue --me failed ({said}); nothing was run or sent: try again "
                           f"when the controller is back (or check SLURM_CONF)")
+
+
+def check_resources(settings: ClusterSettings) -> None:
+    """SLURM would take a job of these resources (``sbatch --test-only``): a partition that does not exist, more
+    CPUs, memory or GPUs than any node has, an account not yours, are told now, not after the upstream stages
+    (nor as jobs that stay pending for ever)."""
+    command = ["sbatch", "--test-only", "--nodes=1", f"--cpus-per-task={settings.cpus_per_job}",
+               f"--mem={settings.mem_gb}G", f"--time={settings.time_min}", "--job-name=spanft-fanout-check",
+               *([f"--partition={settings.partition}"] if settings.partition else []),
+               *([f"--account={settings.account}"] if settings.account else []),
+               *([f"--gpus-per-node={settings.gpus_per_job}"] if settings.gpus_per_job else []),
+               "--wrap", "true"]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL,
+                              timeout=SCHEDULER_TIMEOUT_S)
+    except FileNotFoundError:
+        raise SpanftError("sbatch is not on the PATH: run spanft fanout where SLURM's commands are (a login node), "
+                          "or use --executor local") from None
+    except subprocess.TimeoutExpired:
+        raise SpanftError(f"SLURM does not answer: sbatch --test-only took over {SCHEDULER_TIMEOUT_S} s; nothing was "
+                          f"run or sent") from None
+    if done.returncode != 0:
+        said = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+        reason = said[-1] if said else f"exit {done.returncode}"
+        raise SpanftError(
+            f"SLURM would refuse the jobs ({reason}): {settings.cpus_per_job} CPUs, {settings.mem_gb} GB, "
+            f"{settings.gpus_per_job} GPUs, {settings.time_min} min, partition {settings.partition or '(default)'}"
+            f"; set --partition, --cpus, --mem-gb, --gpus, --time-min (cluster.*) to what `sinfo` offers; nothing "
+            f"was run or sent")
 
 
 def check_writable(folder: Path, what: str, fix: str) -> None:
@@ -129,7 +161,7 @@ def checkpoint_bytes(root: Path, backbones: set[str]) -> int | None:
 
 
 def _gb(size: int) -> str:
-    return f"{size / 1e9:.1f} GB"
+    return f"{size / 1e9:.1f} GB" if size >= 1e8 else f"{size / 1e6:.1f} MB"
 
 
 @contextlib.contextmanager

@@ -36,8 +36,13 @@ class StaleStage:
 
 @contextlib.contextmanager
 def open_repo(root: Path) -> Iterator[Repo]:
-    """DVC's repo at ``root``, with ``root`` as the working directory (DVC resolves stage paths from there)."""
-    with contextlib.chdir(root), Repo(str(root)) as repo:
+    """DVC's repo at ``root``, with ``root`` as the working directory (DVC resolves stage paths from there).
+
+    Opened at the real path: DVC relates its root to the working directory, which the system reports resolved,
+    so a root reached through a symbolic link would put every stage outside the repo. (The jobs still get the
+    path as the user gave it.)"""
+    real = root.resolve()
+    with contextlib.chdir(real), Repo(str(real)) as repo:
         yield repo
 
 

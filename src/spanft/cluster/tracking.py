@@ -154,6 +154,8 @@ def outcome(entry: Submitted, states: dict[str, str]) -> str:
         error = job.exception()
         if error is None:
             return "done"
+        if (states.get(job.job_id) or "").upper() == "CANCELLED":
+            return CANCELLED
         if "timed-out too many times" in str(error):
             return (f"timed out {entry.max_timeouts + 1} times{progress(Path(entry.workspace))}: raise "
                     f"cluster.time_min (or cluster.max_timeouts), then run spanft fanout again (it resumes)")
@@ -168,6 +170,7 @@ def outcome(entry: Submitted, states: dict[str, str]) -> str:
     return ""
 
 
+CANCELLED = "cancelled (scancel, or an administrator)"
 SYSTEM_CAUSES = {  # what a log says when the system, not the stage, stopped a job
     "No space left on device": "no space left on device",
     "Disk quota exceeded": "disk quota exceeded",
@@ -186,6 +189,8 @@ def no_result_cause(stderr: Path, stdout: Path, state: str) -> str:
         for log, tail in zip((stderr, stdout), tails):
             if any(needle in line for line in tail):
                 return f"ended without a result: {cause} (log {log})"
+    if state == "CANCELLED":
+        return CANCELLED
     said = log_error(stderr) or log_error(stdout)
     if said:
         return f"ended without a result: {said}"
@@ -193,9 +198,10 @@ def no_result_cause(stderr: Path, stdout: Path, state: str) -> str:
         room = shutil.disk_usage(_existing(stderr.parent)).free
         if room < 1 << 20:
             return f"ended without a result: no space left on device in {stderr.parent} (its logs are empty)"
-        return (f"ended without a result ({state.lower()}) and wrote no log: it could not start (a site default such "
-                f"as SBATCH_EXPORT=NONE, or cluster.setup)")
-    return f"ended without a result ({state.lower()}: cancelled, killed or out of time)"
+        return (f"ended without a result ({state.lower()}) and wrote no log: it could not start, or could not write "
+                f"{stderr.parent} (a cluster.folder the compute nodes do not see; a site default such as "
+                f"SBATCH_EXPORT=NONE; cluster.setup)")
+    return f"ended without a result ({state.lower()}: killed or out of time)"
 
 
 def progress(workspace: Path) -> str:

@@ -101,11 +101,21 @@ def snapshot(head: HeadState, folder: Path) -> Path:
 
 
 def prepare_workspace(head_root: Path, commit: str, snapshot_dir: Path, workspace: Path, cache_dir: str) -> None:
-    """Make ``workspace`` the head's commit plus its snapshot, with the head's DVC cache (run on the node)."""
-    if not (workspace / ".git").is_dir():
-        shutil.rmtree(workspace, ignore_errors=True)
-        workspace.parent.mkdir(parents=True, exist_ok=True)
-        git(workspace.parent, "clone", "--quiet", "--shared", "--no-checkout", str(head_root), str(workspace))
+    """Make ``workspace`` the head's commit plus its snapshot, with the head's DVC cache (run on the node).
+
+    Every git and dvc command runs inside the workspace's own repository: one whose ``.git`` is broken (a job
+    killed while cloning) is cloned again rather than let git walk up to the head's repository, which holds the
+    job folder. The clone has objects of its own (hard links where it can), so a ``git gc`` of the head never
+    breaks it; a stale ``index.lock`` (a job killed during a checkout) is cleared, since one job at a time holds
+    the workspace.
+    """
+    if not _own_repository(workspace):
+        shutil.rmtree(workspace / ".git", ignore_errors=True)  # the run's checkpoints stay
+        workspace.mkdir(parents=True, exist_ok=True)
+        git(workspace.parent, "clone", "--quiet", "--no-checkout", str(head_root), str(workspace / ".clone"))
+        (workspace / ".clone" / ".git").rename(workspace / ".git")
+        shutil.rmtree(workspace / ".clone")
+    (workspace / ".git" / "index.lock").unlink(missing_ok=True)
     git(workspace, "fetch", "--quiet", str(head_root), commit)
     git(workspace, "checkout", "--quiet", "--force", "--detach", commit)
     files = snapshot_dir / "files"
@@ -125,6 +135,15 @@ def prepare_workspace(head_root: Path, commit: str, snapshot_dir: Path, workspac
     _run(workspace, ["dvc", "config", "--local", "cache.type", "reflink,hardlink,symlink,copy"])
 
 
+def _own_repository(workspace: Path) -> bool:
+    """``workspace`` is the top of a git repository of its own (never one above it)."""
+    if not (workspace / ".git").is_dir():
+        return False
+    done = subprocess.run(["git", "rev-parse", "--show-toplevel"], cwd=workspace, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, env={**os.environ, "GIT_CEILING_DIRECTORIES": str(workspace.parent)})
+    return done.returncode == 0 and os.path.samefile(done.stdout.strip(), workspace)
+
+
 def _run(cwd: Path, command: list[str]) -> None:
     done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
@@ -135,7 +154,7 @@ def _run(cwd: Path, command: list[str]) -> None:
 def cache_dir(root: Path) -> str:
     """The head's DVC cache directory (``dvc cache dir``), which the jobs share; inside the project it is named
     under ``root`` as given (symbolic links kept), not under the target DVC may have resolved it to."""
-    with Repo(str(root)) as repo:
+    with Repo(str(root.resolve())) as repo:
         cache = os.path.abspath(repo.cache.local_cache_dir)
         inside = os.path.relpath(cache, os.path.abspath(repo.root_dir))
     return str(root / inside) if not inside.startswith("..") else cache
