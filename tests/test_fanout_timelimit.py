@@ -14,6 +14,7 @@ loss included) and the predictions of the same runs trained without interruption
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 from pathlib import Path
@@ -57,6 +58,8 @@ def start_requeued_jobs_at_once(env: dict, stop: threading.Event) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not os.environ.get("SPANFT_LONG_TESTS"), reason="about 4 min alone and 6 min of CPU (two minute-long "
+                    "trainings, each twice): SPANFT_LONG_TESTS=1 pytest tests/test_fanout_timelimit.py")
 def test_a_time_limit_shorter_than_an_epoch_still_finishes_every_run_as_if_uninterrupted(tmp_path_factory, tmp_path):
     conf, folder = slurm_conf(tmp_path_factory, nodes=1)
     try:

@@ -13,13 +13,13 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spanft.errors import SpanftError
+from spanft.params.cluster import ClusterSettings
 from spanft.fileio import atomic_open
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,7 +175,9 @@ def test_a_refused_fanout_leaves_nothing_behind(tmp_path_factory, monkeypatch, d
 
     monkeypatch.setattr(fanout_module, "_fanout", refuse)
     monkeypatch.setattr(fanout_module, "executor_name", lambda settings: "local")
-    settings_ = SimpleNamespace(folder_path=lambda r: folder, remote="", max_parallel=1)
+    monkeypatch.setattr(fanout_module, "check_before_spending", lambda *args: None)  # they need a DVC project
+    settings_ = ClusterSettings(executor="local", folder=str(folder), max_parallel=1, startup_s=0,
+                                checkpoint_every_s=60)
     with pytest.raises(SpanftError, match="uncommitted"):
         fanout_module.fanout(root, settings_, None, False, True)
     assert sorted(str(p) for p in root.rglob("*")) == before
