@@ -7,7 +7,7 @@
 
 Each case runs in a fresh `git clone` of HEAD (its own DVC cache, nothing cached), one after the other, so
 they do not share the machine. Prints each wall time, the time from the command's start to its first job sent
-(its jobs.tsv written), the ratios against the first case, and whether the reports of every case equal the
+(its first job record written), the ratios against the first case, and whether the reports of every case equal the
 first's apart from Table 3 (measured seconds and thread counts). First it times the checks `spanft fanout` makes
 before it spends anything (spanft.cluster.fanout.check_before_spending: time limit, scheduler, job folder,
 DVC cache, room for checkpoints) in a fresh clone, five times, in a process of their own.
@@ -77,9 +77,10 @@ def time_checks(work: Path, executor: str) -> None:
 
 
 def first_job_seconds(project: Path, started: float) -> float | None:
-    """From the command's start to its first submission's jobs.tsv (written as its first job is sent)."""
-    manifests = sorted((project / ".fanout" / "jobs").glob("*/jobs.tsv"), key=lambda path: path.stat().st_mtime)
-    return manifests[0].stat().st_mtime - started if manifests else None
+    """From the command's start to its first job sent: the earliest job record submitit wrote (a job's
+    ``*_submitted.pkl`` is written once, as it is sent; the manifest is rewritten as local jobs are topped up)."""
+    sent = [path.stat().st_mtime for path in (project / ".fanout" / "jobs").glob("*/*/*_submitted.pkl")]
+    return min(sent) - started if sent else None
 
 
 def main() -> int:
