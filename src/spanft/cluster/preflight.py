@@ -51,20 +51,28 @@ def check_time_limit(settings: ClusterSettings, executor: str) -> None:
             f"time_min or lower checkpoint_every_s")
 
 
-def check_scheduler() -> None:
-    """SLURM's controller answers ``squeue --me``, within seconds."""
-    command = ["squeue", "--me", "--noheader", "--format=%i"]
+def _slurm(command: list[str]) -> str | None:
+    """Run a SLURM client command within seconds: None when it succeeded, else the last line it said. A missing
+    client or a controller that does not answer in time is refused at once."""
     try:
         done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL,
                               timeout=SCHEDULER_TIMEOUT_S)
     except FileNotFoundError:
-        raise SpanftError("squeue is not on the PATH: run spanft fanout where SLURM's commands are (a login node), "
-                          "or use --executor local") from None
+        raise SpanftError(f"{command[0]} is not on the PATH: run spanft fanout where SLURM's commands are (a login "
+                          f"node), or use --executor local") from None
     except subprocess.TimeoutExpired:
-        raise SpanftError(f"SLURM does not answer: squeue --me took over {SCHEDULER_TIMEOUT_S} s; nothing was run "
-                          f"or sent: try again when the controller is back (or check SLURM_CONF)") from None
-    if done.returncode != 0:
-        said = (done.stderr.strip().splitlines() or [f"exit {done.returncode}"])[-1]
+        raise SpanftError(f"SLURM does not answer: {' '.join(command[:2])} took over {SCHEDULER_TIMEOUT_S} s; "
+                          f"nothing was run or sent: try again when the controller is back (or check SLURM_CONF)") from None
+    if done.returncode == 0:
+        return None
+    said = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+    return said[-1] if said else f"exit {done.returncode}"
+
+
+def check_scheduler() -> None:
+    """SLURM's controller answers ``squeue --me``, within seconds."""
+    said = _slurm(["squeue", "--me", "--noheader", "--format=%i"])
+    if said is not None:
         raise SpanftError(f"SLURM does not answer: squeue --me failed ({said}); nothing was run or sent: try again "
                           f"when the controller is back (or check SLURM_CONF)")
 
@@ -73,26 +81,15 @@ def check_resources(settings: ClusterSettings) -> None:
     """SLURM would take a job of these resources (``sbatch --test-only``): a partition that does not exist, more
     CPUs, memory or GPUs than any node has, an account not yours, are told now, not after the upstream stages
     (nor as jobs that stay pending for ever)."""
-    command = ["sbatch", "--test-only", "--nodes=1", f"--cpus-per-task={settings.cpus_per_job}",
-               f"--mem={settings.mem_gb}G", f"--time={settings.time_min}", "--job-name=spanft-fanout-check",
-               *([f"--partition={settings.partition}"] if settings.partition else []),
-               *([f"--account={settings.account}"] if settings.account else []),
-               *([f"--gpus-per-node={settings.gpus_per_job}"] if settings.gpus_per_job else []),
-               "--wrap", "true"]
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                              timeout=SCHEDULER_TIMEOUT_S)
-    except FileNotFoundError:
-        raise SpanftError("sbatch is not on the PATH: run spanft fanout where SLURM's commands are (a login node), "
-                          "or use --executor local") from None
-    except subprocess.TimeoutExpired:
-        raise SpanftError(f"SLURM does not answer: sbatch --test-only took over {SCHEDULER_TIMEOUT_S} s; nothing was "
-                          f"run or sent") from None
-    if done.returncode != 0:
-        said = [line.strip() for line in done.stderr.splitlines() if line.strip()]
-        reason = said[-1] if said else f"exit {done.returncode}"
+    said = _slurm(["sbatch", "--test-only", "--nodes=1", f"--cpus-per-task={settings.cpus_per_job}",
+                   f"--mem={settings.mem_gb}G", f"--time={settings.time_min}", "--job-name=spanft-fanout-check",
+                   *([f"--partition={settings.partition}"] if settings.partition else []),
+                   *([f"--account={settings.account}"] if settings.account else []),
+                   *([f"--gpus-per-node={settings.gpus_per_job}"] if settings.gpus_per_job else []),
+                   "--wrap", "true"])
+    if said is not None:
         raise SpanftError(
-            f"SLURM would refuse the jobs ({reason}): {settings.cpus_per_job} CPUs, {settings.mem_gb} GB, "
+            f"SLURM would refuse the jobs ({said}): {settings.cpus_per_job} CPUs, {settings.mem_gb} GB, "
             f"{settings.gpus_per_job} GPUs, {settings.time_min} min, partition {settings.partition or '(default)'}"
             f"; set --partition, --cpus, --mem-gb, --gpus, --time-min (cluster.*) to what `sinfo` offers; nothing "
             f"was run or sent")
