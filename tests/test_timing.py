@@ -95,9 +95,15 @@ def test_run_queue_wait_grows_when_a_thread_shares_its_core_and_not_when_alone()
                 hog.kill()
                 hog.wait()
 
-    beside, alone = waited(beside=True), waited(beside=False)
-    assert beside > 0.3  # about half of the 1 s loop
-    assert alone < beside
+    # the suite's other workers share these cores too, so "alone" is only alone of the hog: up to three paired
+    # tries, one of which must show the hog's share (a broken account shows it in none)
+    pairs = []
+    for _ in range(3):
+        beside, alone = waited(beside=True), waited(beside=False)
+        pairs.append((round(beside, 3), round(alone, 3)))
+        if beside > 0.3 and beside > alone + 0.05:  # about half of the 1 s loop, and more than without the hog
+            return
+    pytest.fail(f"(beside, alone) run-queue waits: {pairs}")
 
 
 # ------------------------------------------------------------------------------ Table 3 from recorded step times
