@@ -5,7 +5,7 @@ expected exit status (2; 130 on Ctrl-C, 143 on SIGTERM), exactly one line `spanf
 culprit (file and line, key, path), no traceback from any process, and nothing in the directory changed:
 no output, no temporary, inputs and earlier outputs byte-identical. A case that must work (odd paths, odd
 line breaks, what `dvc exp run -S` writes) checks its result instead. `python tests/test_bad_input.py`
-prints the README table from what the commands really print.
+prints the table of docs/errors.md from what the commands really print.
 """
 
 from __future__ import annotations
@@ -950,7 +950,7 @@ def test_every_class_of_the_issue_has_rows():
 
 
 def markdown_table() -> str:
-    """The README table, from what each command really prints."""
+    """docs/errors.md's table, from what each command really prints."""
     import tempfile
 
     rows = ["| class | mistake | command | exit | what you see |", "|---|---|---|---|---|"]

@@ -29,6 +29,7 @@ from spanft.params.estimate import (
 from spanft.params.load import load_params
 from spanft.params.plan import plan_from_tree
 from spanft.params.schema import check_params
+from spanft.readme import FIX, find_block
 
 ROOT = Path(__file__).resolve().parents[1]
 EMBEDDED = load_params(ROOT / "params.yaml")
@@ -148,7 +149,5 @@ def test_disk_and_fanout_follow_the_backbones_and_runs():
 
 
 def test_the_readme_quotes_the_estimate_of_every_profile():
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"<!-- spanft plan: begin -->\n(.*?)\n<!-- spanft plan: end -->", readme, re.S)
-    assert block, "README.md: no <!-- spanft plan: begin/end --> block"
-    assert block.group(1) == profile_table(ROOT), "README.md's plan table is stale; put in:\n" + profile_table(ROOT)
+    block = find_block((ROOT / "README.md").read_text(encoding="utf-8"), "plan")
+    assert block == profile_table(ROOT), f"README.md's plan table is stale; {FIX}. It should read:\n" + profile_table(ROOT)

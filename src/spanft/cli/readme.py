@@ -1,0 +1,35 @@
+"""``spanft readme``: rewrite the README's generated blocks (every result it quotes) from their sources."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def add_readme(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("readme", help="rewrite README.md's generated blocks (scores, verdicts, times, estimates) "
+                                      "from reports/, benchmarks/RESULTS.md and profiles/")
+    p.add_argument("--root", default=".", help="project root (holds README.md, reports/, benchmarks/, profiles/)")
+    p.add_argument("--check", action="store_true", help="only say which blocks are stale (exit 1 if any)")
+    p.set_defaults(run=readme)
+
+
+def readme(args: argparse.Namespace) -> int:
+    from spanft.fileio import atomic_open, require_file
+    from spanft.readme import FIX, README, refreshed
+
+    root = Path(args.root)
+    path = require_file(root / README, "README")
+    text, changed = refreshed(path.read_text(encoding="utf-8"), root)
+    if args.check:
+        if changed:
+            print(f"spanft: {path}: stale generated blocks: {', '.join(changed)}; {FIX}", file=sys.stderr)
+            return 1
+        print(f"{path}: every generated block up to date")
+        return 0
+    if changed:
+        with atomic_open(path) as handle:
+            handle.write(text)
+    print(f"{path}: {'rewrote ' + ', '.join(changed) if changed else 'every generated block already up to date'}")
+    return 0
