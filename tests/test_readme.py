@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+import yaml
 
 from spanft.cli import main
 from spanft.errors import SpanftError
@@ -134,3 +135,13 @@ def test_a_missing_block_or_source_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "reports/tables/table8.md: not found" in err
     assert (root / "README.md").read_text(encoding="utf-8") == README
+
+
+def test_no_stage_writes_the_readme():
+    # a stage touches only what dvc.yaml declares: the README is rewritten by `spanft readme`, never by a stage
+    stage_code = [*(ROOT / "pipeline").glob("*.py"), *(ROOT / "src/spanft").rglob("*.py")]
+    for path in stage_code:
+        if path.parent.name != "cli" and path.name != "readme.py":
+            text = path.read_text(encoding="utf-8")
+            assert "spanft.readme" not in text and "README.md" not in text, path
+    assert "README" not in str(yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8")))  # comments aside
