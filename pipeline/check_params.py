@@ -5,8 +5,8 @@
 DVC keys this stage on the whole file (``params: [{params.yaml: }]``, every key), so a typo'd key added to an up-to-date
 project (``dict_sise: 100000``, or ``dvc exp run -S +dict_sise=100000``) re-runs it, and its one-line error
 stops ``dvc repro`` / ``dvc exp run``. It also stops on a stage that ``dvc.lock`` records with params other than
-those it used (``spanft.params.records``): an edit saved after that stage ended, before DVC wrote its lock, makes
-this stage run again. No stage depends on its output, so ``dvc repro -s STAGE`` does not need it.
+those it used (``spanft.params.records``; every stage checks the stages whose outputs it reads, this one all):
+an edit saved after that stage ended, before DVC wrote its lock, makes this stage run again. No stage depends on its output, so ``dvc repro -s STAGE`` does not need it.
 """
 
 import argparse
@@ -25,7 +25,7 @@ def main() -> int:
     args = parser.parse_args()
 
     def write(plan) -> None:
-        check_lock_records()  # a stage dvc.lock records with params it did not use (params.records)
+        check_lock_records()  # every stage's entry, not only those whose outputs a stage reads
         with atomic_open(args.out) as handle:
             handle.write(CHECKED)
 

@@ -61,3 +61,45 @@ def test_a_record_that_is_not_the_one_dvc_recorded_is_not_judged(tmp_path):
     with pytest.raises(SpanftError, match=r"^dvc.lock: stage count_ngrams is recorded with ngrams \{'min_count': 50\}, "
                                           r"but its outputs were made with \{'min_count': 2\}.*dvc repro -f -s count_ngrams$"):
         check_lock_records(root=tmp_path)
+
+
+def test_only_the_stages_whose_outputs_are_read_and_never_the_one_re_running_are_judged(tmp_path):
+    os.chdir(tmp_path)
+    write_record("count_ngrams", {"ngrams": {"min_count": 2}})
+    _lock(tmp_path, "count_ngrams", {"ngrams": {"min_count": 50}}, _md5(tmp_path / record_path("count_ngrams")))
+    assert [s for s, *_ in lying_stages(root=tmp_path, inputs=["data/out.tsv"])] == ["count_ngrams"]
+    assert [s for s, *_ in lying_stages(root=tmp_path, inputs=["data/"])] == ["count_ngrams"]  # a folder above
+    assert lying_stages(root=tmp_path, inputs=["data/out.tsv.bak", "data/dicts/main.tsv"]) == []
+    assert lying_stages(root=tmp_path, exclude="count_ngrams") == []
+
+
+def test_a_stage_reading_outputs_that_dvc_lock_vouches_for_with_other_params_stops_before_its_work(tmp_path, capsys, monkeypatch):
+    """`dvc repro dictionary` after an edit landed in DVC's lock window for count_ngrams: DVC calls count_ngrams
+    unchanged, so the dictionary stage itself must refuse; count_ngrams, re-run as the fix says, must not."""
+    from pathlib import Path
+
+    from spanft.params.stage import declared_deps, run_stage
+    from spanft.params.plan import load_plan
+
+    root = Path(__file__).resolve().parents[1]
+    for name in ("params.yaml", "dvc.yaml"):
+        (tmp_path / name).write_bytes((root / name).read_bytes())
+    monkeypatch.chdir(tmp_path)
+    assert "data/ngrams/counts.tsv" in declared_deps("dictionary", load_plan())
+    used = {"ngrams": {"min_count": 2}}
+    write_record("count_ngrams", used)
+    lock = {"schema": "2.0", "stages": {"count_ngrams": {
+        "cmd": "python pipeline/count_ngrams.py", "params": {"params.yaml": {"ngrams": {"min_count": 50}}},
+        "outs": [{"path": "data/ngrams/counts.tsv", "md5": "0" * 32, "size": 1},
+                 {"path": record_path("count_ngrams"), "md5": _md5(tmp_path / record_path("count_ngrams")), "size": 1}]}}}
+    (tmp_path / "dvc.lock").write_text(dumps_yaml(lock), encoding="utf-8")
+    ran = []
+    monkeypatch.setenv("DVC_STAGE", "dictionary")
+    assert run_stage(lambda plan: ran.append("dictionary")) != 0
+    assert ran == []
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "stage count_ngrams is recorded with" in err
+    assert err.endswith("dvc repro -f -s count_ngrams")
+    monkeypatch.setenv("DVC_STAGE", "count_ngrams")
+    assert run_stage(lambda plan: ran.append("count_ngrams")) == 0
+    assert ran == ["count_ngrams"]

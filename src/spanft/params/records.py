@@ -6,9 +6,10 @@ old values, and ``dvc status`` then says clean. No stage can stop DVC from writi
 do is say what it used. Every stage with params writes ``data/params-used/<stage>.yaml`` (an output in
 ``dvc.yaml``): the values of the keys it declares, as it read them before its work, in ``dvc.lock``'s own
 layout. :func:`check_lock_records` compares every record that DVC recorded (its hash is the one in
-``dvc.lock``) with the params DVC recorded beside it, and names a stage whose two differ. The ``check_params``
-stage, keyed on the whole of ``params.yaml`` and so run again after any such edit, and ``spanft
-check-params`` run it.
+``dvc.lock``) with the params DVC recorded beside it, and names a stage whose two differ. Every stage runs it
+before its work (``params.stage.run_stage``: ``dvc repro dictionary`` after a lie in ``count_ngrams``' entry
+stops in one line, although DVC calls ``count_ngrams`` unchanged), and so do the ``check_params`` stage, keyed
+on the whole of ``params.yaml``, and ``spanft check-params``.
 """
 
 from __future__ import annotations
@@ -46,9 +47,11 @@ def _md5(path: Path) -> str:
     return hashlib.md5(path.read_bytes()).hexdigest()  # noqa: S324 - DVC 3's file hash, not security
 
 
-def lying_stages(lock_path: str | Path = DVC_LOCK, root: str | Path = ".") -> list[tuple[str, str, Any, Any]]:
-    """``(stage, key, value dvc.lock records, value the stage used)`` for each stage whose lock entry
-    records other params than its record (the one whose hash that entry holds) says it used."""
+def lying_stages(lock_path: str | Path = DVC_LOCK, root: str | Path = ".", exclude: str | None = None,
+                 inputs: list[str] | None = None) -> list[tuple[str, str, Any, Any]]:
+    """``(stage, key, value dvc.lock records, value the stage used)`` for each stage whose lock entry records
+    other params than its record (the one whose hash that entry holds) says it used; but ``exclude``, and,
+    given ``inputs`` (paths), only the stages with an output among them or inside or above one of them."""
     try:  # both read as DVC reads them (YAML 1.2: DVC writes lr 3e-05 so, which YAML 1.1 reads as text)
         stages = (dvc_reading((Path(root) / lock_path).read_text(encoding="utf-8")) or {}).get("stages") or {}
     except (OSError, ValueError, AttributeError, RuamelYAMLError):
@@ -56,6 +59,8 @@ def lying_stages(lock_path: str | Path = DVC_LOCK, root: str | Path = ".") -> li
     found = []
     for name, entry in stages.items():
         outs = {out.get("path"): out.get("md5") for out in (entry or {}).get("outs") or [] if isinstance(out, dict)}
+        if name == exclude or (inputs is not None and not any(_overlap(o, i) for o in outs for i in inputs)):
+            continue
         path = Path(root) / record_path(name)
         if record_path(name) not in outs or not path.is_file() or _md5(path) != outs[record_path(name)]:
             continue  # no record, or not the one this entry recorded (outputs not checked out): DVC says so
@@ -68,9 +73,20 @@ def lying_stages(lock_path: str | Path = DVC_LOCK, root: str | Path = ".") -> li
     return found
 
 
-def check_lock_records(lock_path: str | Path = DVC_LOCK, root: str | Path = ".") -> None:
-    """One line naming the first stage that ``dvc.lock`` records with params it did not use, and the fix."""
-    found = lying_stages(lock_path, root)
+def _overlap(out: Any, path: str) -> bool:
+    if not isinstance(out, str):
+        return False
+    out, path = out.rstrip("/"), path.rstrip("/")
+    return out == path or out.startswith(path + "/") or path.startswith(out + "/")
+
+
+def check_lock_records(lock_path: str | Path = DVC_LOCK, root: str | Path = ".", exclude: str | None = None,
+                       inputs: list[str] | None = None) -> None:
+    """One line naming the first stage that ``dvc.lock`` records with params it did not use, and the fix.
+    Every stage runs it before its work on the stages whose outputs it reads (``inputs``; not on itself,
+    ``exclude``: that is the fix), so nothing is built on outputs that a lying entry vouches for, whichever
+    single stage or target is asked for; the fix of the most upstream one is never refused."""
+    found = lying_stages(lock_path, root, exclude, inputs)
     if not found:
         return
     stage, key, locked, used = found[0]

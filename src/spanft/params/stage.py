@@ -28,7 +28,7 @@ import yaml
 from spanft.errors import SpanftError, run_command
 from spanft.params.load import load_params
 from spanft.params.plan import PARAMS_FILE, VARIANTS, Plan, Variant, load_plan
-from spanft.params.records import write_record
+from spanft.params.records import check_lock_records, write_record
 
 STAGE_ENV = "DVC_STAGE"  # dvc/env.py: set by DVC for every stage command
 _JOIN = "@"  # dvc/parsing: JOIN between a group's name and its member's key
@@ -148,8 +148,10 @@ def run_stage(body: Callable[[Plan], None], quiet: bool = False) -> int:
                             stream=sys.stderr)  # here: run_command has put /dev/null where a stream was closed
         before = _params_now()
         plan = load_plan()
-        body(plan)  # a stage's result is its output files; the exit code is 0 unless it raised
         stage = os.environ.get(STAGE_ENV)
+        # nothing built on outputs that dvc.lock records with other params than they were made with
+        check_lock_records(exclude=stage, inputs=declared_deps(stage, plan))
+        body(plan)  # a stage's result is its output files; the exit code is 0 unless it raised
         keys = declared_params(stage, plan)
         check_params_unchanged(before, _params_now(), keys=keys)
         if stage and keys:  # what DVC will record beside the outputs, as this stage used it (params.records)
@@ -189,28 +191,45 @@ def declared_params(stage: str | None, plan: Plan, dvc_yaml: str = DVC_YAML) -> 
     """The params keys the running stage's ``params:`` declares (what DVC writes into dvc.lock for it), its
     templates filled in for the member; None where that cannot be told (run by hand, the whole file, a
     template it cannot fill): then the whole file counts."""
+    entries = _declared(stage, plan, "params", dvc_yaml)
+    if entries is None or any(not isinstance(e, str) or "${" in e for e in entries):
+        return None  # {file: [keys]} or {params.yaml: }: the whole file, or another file; or a template
+    return entries
+
+
+def declared_deps(stage: str | None, plan: Plan, dvc_yaml: str = DVC_YAML) -> list[str] | None:
+    """The paths the running stage's ``deps:`` declares, for its member; a path made of params other than
+    the member's (``${data.dir}/...``: raw data, no stage's output) is left out. None: not a DVC stage."""
+    entries = _declared(stage, plan, "deps", dvc_yaml)
+    return None if entries is None else [e for e in entries if isinstance(e, str) and "${" not in e]
+
+
+def _declared(stage: str | None, plan: Plan, field: str, dvc_yaml: str) -> list | None:
+    """A stage's ``field`` list in ``dvc.yaml``, the member's ``${key}``, ``${item...}`` and ``vars`` filled in."""
     if not stage:
         return None
     try:
         with open(dvc_yaml, encoding="utf-8") as handle:
-            stages = yaml.safe_load(handle)["stages"]
+            stages = yaml.load(handle, Loader=_LOADER)["stages"]
         group, _, key = stage.partition(_JOIN)
         spec = stages[group]
         spec = spec.get("do", spec)
-        declared = spec.get("params") or []
+        declared = spec.get(field) or []
         member = members(plan, group).get(key, {}) if key and group in GROUPS else {}
+        fills = [("key", key), ("item", key), *((f"item.{k}", v) for k, v in member.items()),
+                 *((k, v) for table in spec.get("vars") or [] if isinstance(table, dict) for k, v in table.items())]
     except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError, SpanftError):
         return None
-    keys = []
+    filled = []
     for entry in declared:
-        if not isinstance(entry, str):
-            return None  # {file: [keys]} or {params.yaml: }: the whole file, or another file
-        for name, value in (("key", key), ("item", key), *((f"item.{k}", v) for k, v in member.items())):
-            entry = entry.replace(f"${{{name}}}", _to_str(value))
-        if "${" in entry:
-            return None
-        keys.append(entry)
-    return keys
+        if isinstance(entry, str):
+            for name, value in fills:
+                entry = entry.replace(f"${{{name}}}", _to_str(value))
+        filled.append(entry)
+    return filled
+
+
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where built: dvc.yaml is read by every stage
 
 
 def _at(tree: Any, dotted: str) -> Any:
