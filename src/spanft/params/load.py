@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -94,11 +95,28 @@ def parse_params(text: str, path: str | Path) -> Any:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or (str(exc).splitlines() or [type(exc).__name__])[0]
+        blank = _unusual_blank(text)
+        if blank is not None:  # YAML takes it for text and fails further on: name the character, where it is
+            at, column, char = blank
+            raise SpanftError(f"{where(path, at)}: not valid YAML: {problem}; column {column} holds "
+                              f"{unicodedata.name(char, 'a blank').lower()} ({ascii(char)[1:-1]}), which YAML does "
+                              "not take for a space: type a plain space") from None
         raise SpanftError(f"{where(path, line)}: not valid YAML: {problem}") from None
     except RecursionError:
         raise SpanftError(f"{path}: not valid YAML: nested too deeply") from None
     _check_dvc_reads_the_same(text, node, tree, path)
     return tree
+
+
+def _unusual_blank(text: str) -> tuple[int, int, str] | None:
+    """(line, column, character) of the first blank other than a space, tab or line end (a pasted no-break
+    space, a zero-width one): None where there is none outside comments."""
+    for number, line in enumerate(text.splitlines(), 1):
+        code = line.split(" #", 1)[0] if not line.lstrip().startswith("#") else ""
+        for column, char in enumerate(code, 1):
+            if char not in " \t" and (char.isspace() or unicodedata.category(char) in ("Zs", "Cf")):
+                return number, column, char
+    return None
 
 
 def dvc_reading(text: str) -> Any:

@@ -117,9 +117,13 @@ def _check_node(node: Any, schema: Any, dotted: str, path) -> None:
             where = f"{dotted}.{key}" if dotted else key
             if child is None:
                 close = difflib.get_close_matches(key, [k for k in schema if k != "*"], n=1)
-                hint = f" (did you mean {_join(dotted, close[0])}?)" if close else ""
+                blank = any(c.isspace() for c in key)  # 'min_count ' would read exactly as its suggestion
+                notes = ["a blank inside the quotes"] * blank
+                notes += [f"did you mean {_join(dotted, close[0])}?"] * bool(close)
+                hint = f" ({'; '.join(notes)})" if notes else ""
                 valid = ", ".join(k for k in schema if k != "*")
                 shown = where.encode("ascii", "backslashreplace").decode("ascii")  # a look-alike (Cyrillic е) shows
+                shown = f"'{shown}'" if blank else shown
                 raise SpanftError(f"{path}: unknown key {shown}{hint}; valid keys here: {valid}")
             _check_node(value, child, where, path)
         return
