@@ -627,7 +627,8 @@ CASES = [
          note="> /dev/full"),
     Case("system errors", "file-too-large", "a write the system refuses half-way (file size limit)", nothing,
          ["corpus", "--source", "synthetic", "--tokens", "200000", "--out", "corpus.txt"],
-         "corpus.txt: File too large (while writing it)", limit_file_size=65536, note="under `ulimit -f 64`"),
+         "corpus.txt: File too large: over the file-size limit (ulimit -f) of 65,536 bytes; lift it: "
+         "`ulimit -f unlimited` (while writing it)", limit_file_size=65536, note="under `ulimit -f 64`"),
     Case("system errors", "sigterm", "SIGTERM while counting (worker processes running)", big_corpus,
          ["count-ngrams", "corpus.txt", "--out", OUT], "terminated (SIGTERM)", status=143, signal=signal.SIGTERM,
          note="then `kill -TERM`"),

@@ -14,7 +14,9 @@ from typing import Callable, Iterator
 
 class SpanftError(Exception):
     """A mistake in the user's input (file, key, value). The message names what is wrong, on one line: whatever
-    of the user's text it quotes (a key holding U+0085, a value with a line feed) is shown escaped."""
+    of the user's text it quotes (a key holding U+0085, a value with a line feed) is shown escaped. It is not
+    shortened here, where it may become part of another message: the error line that prints it is
+    (:func:`run_command`, :data:`MAX_LINE`)."""
 
     @property
     def message(self) -> str:
@@ -22,7 +24,7 @@ class SpanftError(Exception):
         return super().__str__()
 
     def __str__(self) -> str:
-        return one_line(self.message)
+        return one_line(self.message, limit=None)
 
 
 class Terminated(BaseException):
@@ -48,13 +50,13 @@ def _shown(ch: str) -> str:
     return ascii(ch)[1:-1]
 
 
-def one_line(text: str, limit: int = MAX_LINE) -> str:
-    """``text`` as one readable line of at most ``limit`` characters: every character a terminal or
-    ``str.splitlines`` would not show as itself (line breaks, ESC, zero-width and other invisible characters)
-    escaped, and a longer text cut in the middle, keeping its head (what is wrong) and its tail (the fix), with
-    how much was left out between them."""
+def one_line(text: str, limit: int | None = MAX_LINE) -> str:
+    """``text`` as one readable line of at most ``limit`` characters (None: any length): every character a
+    terminal or ``str.splitlines`` would not show as itself (line breaks, ESC, zero-width and other invisible
+    characters) escaped, and a longer text cut in the middle, keeping its head (what is wrong) and its tail (the
+    fix), with how much was left out between them."""
     shown = "".join(_shown(ch) for ch in text)
-    if len(shown) <= limit:
+    if limit is None or len(shown) <= limit:
         return shown
     marker = f" ...[{len(shown)} characters left out]... "  # the count has at most as many digits as this
     kept = limit - len(marker)
