@@ -99,7 +99,6 @@ def index_failed(root: Path, error: Exception) -> str:
     """The line for an error from DVC's sqlite index or state (``disk I/O error``, ``database or disk is full``):
     the folder that is full or limited where one is, else every place it can be."""
     why = room_problem(root) or (
-        f"the disk under {root / '.dvc' / 'tmp'} or DVC's site cache (dvc config core.site_cache_dir) is full, "
-        f"over quota, limited or without file locking; free space there, or set core.site_cache_dir to a local "
-        f"folder")
+        "the disk of .dvc/tmp or of DVC's site cache is full, over quota, limited or without file locking; free "
+        "space there, or set the site cache on a local disk: dvc config --local core.site_cache_dir DIR")
     return f"{root}: DVC's index failed ({error}): {why}"
