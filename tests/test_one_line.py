@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import subprocess
 import sys
 import unicodedata
@@ -24,7 +25,7 @@ from spanft.errors import SpanftError, _fail, one_line
 from spanft.fileio import atomic_open, atomic_path
 
 UNSHOWN = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
-MAX_LINE = getattr(errors, "MAX_LINE", 2000)  # the longest error line
+MAX_LINE = errors.MAX_LINE  # the longest error line, "spanft: error: " included
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -54,7 +55,7 @@ def test_named_invisible_characters_are_escaped(invisible, around):
 def test_a_huge_value_is_shortened_keeping_head_and_tail(size, ch):
     text = "params.yaml: corpus.hf_id: '" + ch * size + "' is not a hub id"
     shown = one_line(text)
-    assert len(shown) <= MAX_LINE + 60
+    assert len(shown) <= MAX_LINE
     assert shown.startswith("params.yaml: corpus.hf_id: '") and shown.endswith("' is not a hub id")
     assert "characters left out" in shown
 
@@ -62,7 +63,7 @@ def test_a_huge_value_is_shortened_keeping_head_and_tail(size, ch):
 def test_fail_prints_one_short_line(capsys):
     _fail("key 'a\u200bb\x1b[2J' " + "v" * 2_000_000, 2)
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "\x1b" not in err and "\u200b" not in err and len(err) < MAX_LINE + 100
+    assert err.count("\n") == 1 and "\x1b" not in err and "\u200b" not in err and len(err.rstrip("\n")) <= MAX_LINE
 
 
 @settings(max_examples=40, deadline=None)
@@ -103,4 +104,36 @@ def test_check_params_prints_one_readable_line(tmp_path, key):
                           env={**os.environ, "PYTHONIOENCODING": "utf-8"})
     err = done.stderr.decode("utf-8")
     assert done.returncode == 2 and err.count("\n") == 1 and err.startswith("spanft: error:"), err[:300]
-    assert _readable(err.rstrip("\n")) and len(err) < MAX_LINE + 100, ascii(err[:300])
+    assert _readable(err.rstrip("\n")) and len(err.rstrip("\n")) <= MAX_LINE, ascii(err[:300])
+
+
+
+def _params_with_long_value(folder: Path) -> str:
+    """A params.yaml in ``folder`` whose hub id is 3,000 characters; the whole error message it gives."""
+    tree = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    tree["corpus"]["hf_id"] = "h" + "a" * 3000 + "z"
+    (folder / "params.yaml").write_text(yaml.safe_dump(tree), encoding="utf-8")
+    from spanft.params.plan import load_plan
+    with pytest.raises(SpanftError) as caught:
+        load_plan(folder / "params.yaml")
+    return caught.value.message.replace(str(folder / "params.yaml"), "params.yaml")
+
+
+@pytest.mark.parametrize("entry", ["cli", "stage"])
+def test_a_long_error_line_is_at_most_300_characters_keeping_head_and_tail(tmp_path, entry):
+    """Issue 43, item 7: the whole `spanft: error:` line, from the `spanft` command line and from a pipeline/
+    stage script (both end in errors.run_command), is at most 300 characters: the message's head and tail, and
+    between them how many characters were left out."""
+    if entry == "cli":
+        missing = "a/" * 1500 + "nope.txt"
+        argv, full = ["count-ngrams", missing, "--out", "o.tsv"], f"{missing}: corpus file not found"
+        argv = [sys.executable, "-m", "spanft.cli", *argv]
+    else:
+        full = _params_with_long_value(tmp_path)
+        argv = [sys.executable, str(ROOT / "pipeline" / "check_params.py"), "out.txt"]
+    done = subprocess.run(argv, cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    line = done.stderr.rstrip("\n")
+    assert done.returncode == 2 and "\n" not in line and len(line) <= 300, (len(line), done.stderr[-500:])
+    head, left_out, tail = re.fullmatch(r"spanft: error: (.+) \.\.\.\[(\d+) characters left out\]\.\.\. (.+)", line).groups()
+    assert full.startswith(head) and full.endswith(tail) and len(head) + int(left_out) + len(tail) == len(full)
+    assert min(len(head), len(tail)) >= 80, (head, tail)  # both ends readable: the key, and the reason or fix

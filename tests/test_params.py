@@ -417,3 +417,6 @@ def test_paths_dvc_depends_on_are_given_and_literal(tree, dotted, value, says):
     section, key = dotted.split(".")
     tree[section][key] = value
     assert f"{dotted}: {value!r} {says}" in _error(tree)
+    if value == "":  # what to give instead: the file the tagger stage writes, or a folder of data/raw
+        assert ("tagger stage writes data/tagger.json; NLTK's pretrained tagger: chunker.source: nltk" in _error(tree)) \
+            == (dotted == "chunker.tagger")

@@ -14,7 +14,9 @@ from typing import Callable, Iterator
 
 class SpanftError(Exception):
     """A mistake in the user's input (file, key, value). The message names what is wrong, on one line: whatever
-    of the user's text it quotes (a key holding U+0085, a value with a line feed) is shown escaped."""
+    of the user's text it quotes (a key holding U+0085, a value with a line feed) is shown escaped. It is not
+    shortened here, where it may become part of another message: the error line that prints it is
+    (:func:`run_command`, :data:`MAX_LINE`)."""
 
     @property
     def message(self) -> str:
@@ -22,7 +24,7 @@ class SpanftError(Exception):
         return super().__str__()
 
     def __str__(self) -> str:
-        return one_line(self.message)
+        return one_line(self.message, limit=None)
 
 
 class Terminated(BaseException):
@@ -38,7 +40,8 @@ def where(path: object, line: int | None = None) -> str:
 # characters (zero-width space, bidi overrides), surrogates, private-use and unassigned code points, and line
 # or paragraph separators. One line shows each as its Python escape.
 _UNSHOWN = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-MAX_LINE = 400  # characters of an error line; a longer one keeps its head and tail, the middle counted
+MAX_LINE = 300  # characters of a whole error line, prefix included; a longer one keeps its head and tail
+ERROR_PREFIX = "spanft: error: "
 
 
 def _shown(ch: str) -> str:
@@ -47,16 +50,20 @@ def _shown(ch: str) -> str:
     return ascii(ch)[1:-1]
 
 
-def one_line(text: str, limit: int = MAX_LINE) -> str:
-    """``text`` as one readable line: every character a terminal or ``str.splitlines`` would not show as
-    itself (line breaks, ESC, zero-width and other invisible characters) escaped, and a text longer than
-    ``limit`` characters shortened in the middle, saying how much was left out."""
+def one_line(text: str, limit: int | None = MAX_LINE) -> str:
+    """``text`` as one readable line of at most ``limit`` characters (None: any length): every character a
+    terminal or ``str.splitlines`` would not show as itself (line breaks, ESC, zero-width and other invisible
+    characters) escaped, and a longer text cut in the middle, keeping its head (what is wrong) and its tail (the
+    fix), with how much was left out between them."""
     shown = "".join(_shown(ch) for ch in text)
-    if len(shown) <= limit:
+    if limit is None or len(shown) <= limit:
         return shown
-    head, tail = limit * 2 // 3, limit // 4
-    cut = shown[head:len(shown) - tail]
-    return f"{shown[:head]} ...[{len(cut)} characters left out]... {shown[len(shown) - tail:]}"
+    marker = f" ...[{len(shown)} characters left out]... "  # the count has at most as many digits as this
+    kept = limit - len(marker)
+    if kept < 2:
+        return shown[:limit]
+    head, tail = kept - kept * 2 // 5, kept * 2 // 5
+    return f"{shown[:head]} ...[{len(shown) - head - tail} characters left out]... {shown[len(shown) - tail:]}"
 
 
 def describe_os_error(exc: OSError) -> str:
@@ -64,8 +71,24 @@ def describe_os_error(exc: OSError) -> str:
     reason = exc.strerror or (str(exc).strip().splitlines() or [type(exc).__name__])[0]
     if exc.errno == errno.ENOSPC:
         reason = "disk full (no space left on device)"
+    if exc.errno == errno.EFBIG and (limit := file_size_limit()) is not None:
+        reason = f"{reason}: over the file-size limit (ulimit -f) of {limit:,} bytes; lift it: {LIFT_FILE_SIZE_LIMIT}"
     paths = [os.fsdecode(p) for p in (exc.filename, exc.filename2) if p is not None]
     return f"{' -> '.join(paths)}: {reason}" if paths else reason
+
+
+LIFT_FILE_SIZE_LIMIT = "`ulimit -f unlimited`"
+
+
+def file_size_limit() -> int | None:
+    """This process's file-size limit in bytes (``ulimit -f``, RLIMIT_FSIZE: a write beyond it fails with
+    EFBIG), None where there is none."""
+    try:
+        import resource  # POSIX only
+    except ImportError:
+        return None
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return None if soft == resource.RLIM_INFINITY else soft
 
 
 STOP_SIGNALS = frozenset({signal.SIGINT, signal.SIGTERM})
@@ -163,7 +186,7 @@ def run_command(body: Callable[[], int | None]) -> int:
                 raise KeyboardInterrupt if received[0] == signal.SIGINT else Terminated(received[0])
             return status
         except SpanftError as exc:
-            return _fail(str(exc), 2)
+            return _fail(exc.message, 2)  # as raised: _fail cuts it once, to the line's own limit
         except KeyboardInterrupt:
             return _fail("interrupted (Ctrl-C)", 130)
         except Terminated:
@@ -181,7 +204,7 @@ def _fail(message: str, status: int) -> int:
     except (OSError, ValueError):  # ...unless stdout is what failed: then the exit's own flush must not fail again
         _silence_stdout()
     with contextlib.suppress(OSError, ValueError):  # no stderr to tell it on: the exit status still does
-        print(f"spanft: error: {one_line(message)}", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{one_line(message, MAX_LINE - len(ERROR_PREFIX))}", file=sys.stderr)
     return status
 
 

@@ -49,6 +49,7 @@ def fanout(args: argparse.Namespace) -> int:
     from dvc.exceptions import DvcException
 
     from spanft.cluster.fanout import fanout
+    from spanft.params.dvc_room import check_dvc_room, index_failed
     from spanft.params.plan import load_plan
 
     root = logical_path(args.root)
@@ -58,12 +59,11 @@ def fanout(args: argparse.Namespace) -> int:
     settings = settings.with_overrides(**overrides).checked("command line")
     if args.jobs is not None and args.jobs < 1:
         raise SpanftError(f"--jobs must be at least 1, found {args.jobs}")
+    check_dvc_room(root)  # before any job: DVC's index and cache need room in the head
     try:
         return fanout(root, settings, args.jobs, args.allow_dirty, args.join)
     except DvcException as error:  # not a DVC project, a dvc.yaml or dvc.lock DVC cannot read, ...
         said = [line for line in str(error).splitlines() if line.strip()]
         raise SpanftError(f"{root}: dvc: {said[0] if said else type(error).__name__}") from None
     except sqlite3.Error as error:  # DVC's index and state databases: a full, limited or lock-less disk
-        raise SpanftError(f"{root}: DVC's index failed ({error}): the disk under {root / '.dvc' / 'tmp'} or DVC's "
-                          f"site cache (dvc config core.site_cache_dir) is full, over quota, limited or without "
-                          f"file locking; free space there, or set core.site_cache_dir to a local folder") from None
+        raise SpanftError(index_failed(root, error)) from None

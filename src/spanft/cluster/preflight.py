@@ -47,8 +47,8 @@ def check_time_limit(settings: ClusterSettings, executor: str) -> None:
             f"cluster.time_min {settings.time_min}: a job has {settings.time_min * 60} s, less the time-limit "
             f"signal's lead ({lead} s, cluster.signal_delay_s) and its start-up (~{settings.startup_s} s, "
             f"cluster.startup_s) leaves {left} s to train, under one checkpoint interval "
-            f"({settings.checkpoint_every_s} s, cluster.checkpoint_every_s): no requeue would get further; raise "
-            f"time_min or lower checkpoint_every_s")
+            f"({settings.checkpoint_every_s} s, cluster.checkpoint_every_s): raise time_min or lower "
+            f"checkpoint_every_s")
 
 
 def _slurm(command: list[str]) -> str | None:
@@ -145,8 +145,8 @@ def check_room(folder: Path, per_job: int, parallel: int) -> None:
     if free < need:
         raise SpanftError(
             f"cluster.folder {folder}: {_gb(free)} free, but {parallel} jobs at once keep checkpoints of about "
-            f"{_gb(need)} ({_gb(per_job)} each: {CHECKPOINTS_PER_RUN} checkpoints of {COPIES_PER_CHECKPOINT}x the "
-            f"backbone); free space there, lower --jobs / cluster.max_parallel, or set cluster.folder elsewhere")
+            f"{_gb(need)} ({_gb(per_job)} each: {CHECKPOINTS_PER_RUN} of {COPIES_PER_CHECKPOINT}x the backbone); "
+            f"free space, lower --jobs (cluster.max_parallel) or move cluster.folder")
 
 
 def checkpoint_bytes(root: Path, backbones: set[str]) -> int | None:

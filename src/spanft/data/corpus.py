@@ -163,8 +163,7 @@ def write_hf_corpus(
         first_line = (str(exc).strip().splitlines() or [""])[0][:60]  # the line stays readable (errors.MAX_LINE)
         raise SpanftError(
             f"could not load {source} from the hub ({type(exc).__name__}: {first_line}); without network, set "
-            "corpus.source: local and corpus.local_path: <wiki.train.tokens or .raw> in params.yaml "
-            "(spanft corpus --source local --local-path FILE)"
+            "corpus.source: local and corpus.local_path: a wiki.train.tokens or .raw (--local-path)"
         ) from None
     if "text" not in data.column_names:
         raise SpanftError(f"{source}: no 'text' column (columns: {', '.join(data.column_names)})")

@@ -64,7 +64,7 @@ def load_hub_split(task: TaskSpec, split: SplitSpec, revision: str | None = None
         raise SpanftError(
             f"source hf: cannot load {task.hub_id} (config {config}, split {split.hub_split}){at} from the hub "
             f"({type(exc).__name__}: {reason}); without network use the official files: --source local "
-            f"--data-dir DIR (params data.source: local, data.dir; README layouts)"
+            f"--data-dir DIR (params data.source, data.dir)"
         ) from None
 
 

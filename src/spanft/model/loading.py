@@ -251,9 +251,8 @@ def check_case(tokenizer, name: str) -> None:
     if capitals and capitals >= CASED_SHARE * words:
         raise SpanftError(
             f"backbone {name}: its vocabulary is cased ({capitals} of {words} pieces hold capitals, e.g. "
-            f"{', '.join(examples)}) but its tokenizer lower-cases, so they are never used: give it its authors' "
-            f"tokenizer (tokenizer_id, e.g. bert-large-cased for SpanBERT) or lowercase: false "
-            f"(spanft backbone --tokenizer-id / --no-lowercase)")
+            f"{', '.join(examples)}) but its tokenizer lower-cases them away: set tokenizer_id to its authors' "
+            f"(bert-large-cased for SpanBERT) or lowercase: false (--tokenizer-id, --no-lowercase)")
 
 
 def _check_capitals_known(tokenizer, name: str) -> None:

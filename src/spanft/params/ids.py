@@ -83,10 +83,12 @@ def split_problem(value: str) -> str | None:
     return None
 
 
-def dependency_path_problem(value: str) -> str | None:
-    """Why ``value`` cannot be a path that dvc.yaml lists as a stage dependency. None otherwise."""
+def dependency_path_problem(value: str, empty_hint: str = "an empty folder of data/raw will do") -> str | None:
+    """Why ``value`` cannot be a path that dvc.yaml lists as a stage dependency. None otherwise.
+
+    ``empty_hint``: what to give instead of nothing."""
     if not value.strip():
-        return "is empty: it is a stage dependency in dvc.yaml (an empty folder of data/raw will do)"
+        return f"is empty: it is a stage dependency in dvc.yaml ({empty_hint})"
     if value.startswith("~"):
         return "starts with '~', which DVC does not expand: give the full path"
     return None

@@ -92,5 +92,5 @@ def check_lock_records(lock_path: str | Path = DVC_LOCK, root: str | Path = ".",
     stage, key, locked, used = found[0]
     more = f" (and {len(found) - 1} more stage(s))" if len(found) > 1 else ""
     raise SpanftError(f"{lock_path}: stage {stage} is recorded with {key} {locked!r}, but its outputs were made "
-                      f"with {used!r} ({record_path(stage)}: params.yaml was saved after the stage ended, before DVC "
-                      f"wrote its lock){more}; re-run it: dvc repro -f -s {stage}")
+                      f"with {used!r} (its record in {RECORDS_DIR}: params.yaml saved after it ended, before DVC's "
+                      f"lock){more}; re-run it: dvc repro -f -s {stage}")

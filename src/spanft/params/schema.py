@@ -277,8 +277,10 @@ def _check_sources(tree: dict, path) -> None:
     for dotted, source, needed in (("corpus", corpus["source"], "local_path"), ("data", data["source"], "dir")):
         if source == "local" and not _get(tree, f"{dotted}.{needed}"):
             raise SpanftError(f"{path}: {dotted}.source is local but {dotted}.{needed} is empty")
-    for dotted in ("corpus.local_path", "data.dir", "chunker.tagger"):  # DVC dependencies, read as written
+    for dotted in ("corpus.local_path", "data.dir"):  # DVC dependencies, read as written
         _refuse(path, dotted, _get(tree, dotted), ids.dependency_path_problem)
+    _refuse(path, "chunker.tagger", tree["chunker"]["tagger"], lambda value: ids.dependency_path_problem(
+        value, "the tagger stage writes data/tagger.json; NLTK's pretrained tagger: chunker.source: nltk"))
 
 
 def _refuse(path, dotted: str, value: str, problem_of) -> None:

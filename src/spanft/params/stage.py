@@ -21,16 +21,19 @@ import os
 import sys
 from dataclasses import dataclass
 from itertools import product
+from pathlib import Path
 from typing import Any, Callable
 
 import yaml
 
 from spanft.errors import SpanftError, run_command
+from spanft.params.dvc_room import check_dvc_room
 from spanft.params.load import load_params
 from spanft.params.plan import PARAMS_FILE, VARIANTS, Plan, Variant, load_plan
 from spanft.params.records import check_lock_records, write_record
 
 STAGE_ENV = "DVC_STAGE"  # dvc/env.py: set by DVC for every stage command
+ROOT_ENV = "DVC_ROOT"  # dvc/env.py: the project's root, set by DVC beside it
 _JOIN = "@"  # dvc/parsing: JOIN between a group's name and its member's key
 
 Axes = dict[str, Callable[[Plan], list]]  # axis -> its values in the plan, in dvc.yaml's order
@@ -146,6 +149,8 @@ def run_stage(body: Callable[[Plan], None], quiet: bool = False) -> int:
     def call() -> None:
         logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="spanft: %(message)s",
                             stream=sys.stderr)  # here: run_command has put /dev/null where a stream was closed
+        if os.environ.get(STAGE_ENV):  # under DVC, whose index and cache must have room first (params.dvc_room)
+            check_dvc_room(Path(os.environ.get(ROOT_ENV) or "."))
         before = _params_now()
         plan = load_plan()
         stage = os.environ.get(STAGE_ENV)

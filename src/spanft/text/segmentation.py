@@ -54,7 +54,7 @@ def make_segmenter(method: str, dict_path: str | None = None, seed: int = 0, tag
     if method not in METHODS:
         raise SpanftError(f"unknown segmentation method {method!r} (expected one of {', '.join(METHODS)})")
     if method == "chunker":
-        return ChunkSegmenter.load(tagger or None)  # '' (params.yaml chunker.tagger) = NLTK's pretrained tagger
+        return ChunkSegmenter.load(tagger or None)  # None (spanft segment without --tagger): NLTK's pretrained tagger
     if dict_path is None:
         raise SpanftError(f"--dict is required for --method {method}")
     greedy = GreedySegmenter.from_dictionary(dict_path, max_n=max_n, lowercase=not keep_case)
