@@ -1,0 +1,147 @@
+"""Progress over the graph (spanft.params.progress): the numbers of a stage's line from a session log, the plan's
+reading of dvc's command line, and ``spanft status`` for a running session and for none."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import psutil
+import pytest
+
+from spanft.cli import main
+from spanft.params.progress import (
+    FOLDER,
+    dvc_arguments,
+    duration,
+    headline_lines,
+    progress_line,
+    progress_of,
+    session_log,
+    status_lines,
+)
+
+T0 = 1_000.0  # when dvc started
+# Five stages from the first one on: a and b changed, c downstream of them, d changed, e downstream of d; the
+# seconds each took before (None: never timed)
+PLAN = [{"stage": "a", "runs": "yes", "seconds": 60.0}, {"stage": "b", "runs": "yes", "seconds": 120.0},
+        {"stage": "c", "runs": "maybe", "seconds": None}, {"stage": "d", "runs": "yes", "seconds": 30.0},
+        {"stage": "e", "runs": "maybe", "seconds": 10.0}]
+
+
+def _log(*events: tuple[str, str, float] | tuple[str, str, float, int]) -> list[dict]:
+    records: list[dict] = [{"command": ["dvc", "repro"], "plan": PLAN}]
+    for kind, stage, at, *status in events:
+        records.append({kind: stage, "at": at, **({"status": status[0]} if kind == "end" else {})})
+    return records
+
+
+def test_a_stage_skipped_by_dvc_drops_out_of_the_count_and_the_estimate():
+    # a ran 1010-1070; DVC skipped b (unchanged); c started at 1080; now 1100
+    records = _log(("start", "a", 1010), ("end", "a", 1070, 0), ("start", "c", 1080))
+    p = progress_of(records, T0, 1100)
+    # k = 2 started (a, c); N = 2 + the 2 after c (d, e), "at most": e may not run; 100 s since dvc started;
+    # left: d 30 + e 10 = 40 s, and c itself never timed
+    assert (p.stage, p.running, p.number, p.total, p.at_most) == ("c", True, 2, 4, True)
+    assert (p.elapsed, p.left, p.untimed, p.done) == (100, 40, 1, 1)
+    assert progress_line(p) == "stage 2 of at most 4: c · 1 min 40 s in · about 40 s left + 1 stage not timed yet"
+
+
+def test_the_running_stage_counts_what_is_left_of_its_own_time():
+    records = _log(("start", "a", 1010), ("end", "a", 1070, 0), ("start", "b", 1075), ("end", "b", 1190, 0),
+                   ("start", "c", 1195), ("end", "c", 1300, 0), ("start", "d", 1305))
+    p = progress_of(records, T0, 1315)  # d: 10 of its 30 s gone -> 20, and e's 10
+    assert (p.number, p.total, p.left, p.untimed, p.at_most) == (4, 5, 30, 0, True)
+    assert progress_line(p) == "stage 4 of at most 5: d · 5 min 15 s in · about 30 s left"
+    over = progress_of(records, T0, 1400)  # d past its time: 0 for it, not less
+    assert over.left == 10
+
+
+def test_a_certain_count_has_no_at_most_and_the_end_between_stages_is_told():
+    records = _log(("start", "a", 1010), ("end", "a", 1070, 0), ("start", "b", 1075), ("end", "b", 1190, 0),
+                   ("start", "c", 1195), ("end", "c", 1300, 0), ("start", "d", 1305), ("end", "d", 1335, 0))
+    p = progress_of(records, T0, 1340)  # between d and e; only e is left (maybe)
+    assert (p.running, p.number, p.total, p.left) == (False, 4, 5, 10)
+    assert progress_line(p) == "stage 4 of at most 5 done: d · 5 min 40 s in · about 10 s left"
+    records = [{"command": ["dvc", "repro"], "plan": [dict(entry, runs="yes") for entry in PLAN]},
+               {"start": "a", "at": 1001}]
+    assert progress_line(progress_of(records, T0, 1001)) == "stage 1 of 5: a · 1 s in · about 3 min 40 s left + " \
+                                                            "1 stage not timed yet"
+
+
+def test_without_a_plan_the_line_claims_no_count():
+    records = [{"command": ["dvc", "repro"]}, {"start": "x", "at": 1005}]
+    assert progress_line(progress_of(records, T0, 1065)) == "stage 1: x · 1 min 5 s in"
+    stray = _log(("start", "z", 1005))  # a stage the plan does not hold: no count rather than a wrong one
+    assert progress_of(stray, T0, 1010).total is None
+
+
+@pytest.mark.parametrize("seconds, shown", [(0.4, "0 s"), (59.6, "1 min"), (250, "4 min 10 s"), (3600, "1 h"),
+                                            (7500, "2 h 5 min")])
+def test_duration(seconds, shown):
+    assert duration(seconds) == shown
+
+
+@pytest.mark.parametrize("cmdline, arguments", [
+    (["dvc", "repro", "x"], ["repro", "x"]),
+    (["/venv/bin/python3", "/venv/bin/dvc", "exp", "run", "-S", "a=1"], ["exp", "run", "-S", "a=1"]),
+    (["python", "-m", "dvc", "repro"], ["repro"]),
+    (["/bin/sh", "-c", "python pipeline/x.py"], None),
+    (["python", "pipeline/dvc_stage.py"], None),
+])
+def test_dvc_is_found_in_a_command_line(cmdline, arguments):
+    assert dvc_arguments(cmdline) == arguments
+
+
+def test_the_summary_shows_each_study_s_gain_x100_and_where_the_reports_are(tmp_path):
+    metrics = tmp_path / "reports" / "metrics.json"
+    metrics.parent.mkdir()
+    metrics.write_text(json.dumps({
+        "profile": "embedded",
+        "glue": {"tiny": {"cola": {"baseline": 0.2, "sf": 0.5, "diff": 0.3}, "average": {"diff": 0.0791}}},
+        "snli": {"tiny": {"snli": {"baseline": 0.8, "sf": 0.75, "diff": -0.05}}},
+        "ner": {"tiny": {"conll2003": {"baseline": None, "sf": 0.7, "diff": None}}}}))
+    gains, where = headline_lines(metrics)
+    assert gains == "SF − baseline, mean dev main metric x 100: glue tiny average +7.9; ner tiny conll2003 n/a; " \
+                    "snli tiny snli -5.0"
+    assert where.startswith(f"reports: {metrics.parent / 'index.md'}")
+
+
+# ------------------------------------------------------------------------------------------- spanft status
+
+
+def _running_session(root: Path) -> Path:
+    """A session log named after this test's own process (alive) as if it were dvc."""
+    me = psutil.Process()
+    path = session_log(root / FOLDER, me.pid, me.create_time())
+    path.parent.mkdir(parents=True)
+    started = me.create_time()
+    records = [{"command": ["dvc", "exp", "run"], "plan": PLAN}, {"start": "a", "at": started + 10},
+               {"end": "a", "at": started + 70, "status": 0}, {"start": "c", "at": started + 80}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_status_of_a_running_session(tmp_path, capsys):
+    _running_session(tmp_path)
+    started = psutil.Process().create_time()
+    assert status_lines(tmp_path, now=started + 100) == [
+        f"dvc exp run (pid {os.getpid()}): stage 2 of at most 4: c · 1 min 40 s in · about 40 s left + "
+        f"1 stage not timed yet"]
+    assert main(["status", "--root", str(tmp_path)]) == 0
+    assert f"dvc exp run (pid {os.getpid()}): stage 2 of at most 4: c · " in capsys.readouterr().out
+
+
+def test_status_when_none_runs(tmp_path, capsys):
+    path = _running_session(tmp_path)
+    me = psutil.Process()
+    path.rename(session_log(path.parent, me.pid, me.create_time() - 5))  # the pid, but not the process that started then
+    assert main(["status", "--root", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == "no dvc repro or dvc exp run is running here\n"
+
+
+def test_status_outside_a_dvc_project_is_one_line(tmp_path, capsys):
+    assert main(["status", "--root", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == f"spanft: error: {tmp_path}: not inside a DVC project (no .dvc " \
+                                              f"folder); give --root"
