@@ -125,7 +125,8 @@ def test_each_stage_tells_its_place_and_the_graph_ends_with_a_summary(project):
     assert "\r" not in first.stdout + first.stderr
     summary = first.stderr[first.stderr.index("spanft: done: dvc repro: "):]
     assert re.match(rf"spanft: done: dvc repro: {len(ran)} stages in \d", summary), summary
-    assert "SF − baseline, mean dev main metric x 100: glue tiny average " in summary
+    assert re.search(r"^spanft: SF − baseline, mean dev main metric x 100: .*glue tiny average [+-]\d+\.\d;", summary,
+                     flags=re.MULTILINE), summary
     assert "reports: reports/index.md" in summary
     times = json.loads((project / ".dvc" / "tmp" / "spanft-progress" / "stage-times.json").read_text())
     assert set(times) == set(ran)
