@@ -246,17 +246,18 @@ def dvc_plan(arguments: tuple[str, ...], current: str, times: dict[str, float]) 
     from dvc.repo.reproduce import collect_stages, get_active_graph, plan_repro
 
     args = _repro_arguments(arguments)
-    single_item, downstream = args.single_item, args.downstream
-    if args.all_pipelines or args.pipeline:
+    flag = lambda name: bool(getattr(args, name, False))  # noqa: E731 - exp run has no --glob, for one
+    single_item, downstream = flag("single_item"), flag("downstream")
+    if flag("all_pipelines") or flag("pipeline"):
         single_item = downstream = False
     with Repo() as repo:
         graph = get_active_graph(repo.index.graph)  # edges: from a stage to the stages it reads from
-        stages = [] if args.all_pipelines else collect_stages(repo, args.targets or ["dvc.yaml"],
-                                                              recursive=args.recursive, glob=args.glob)
-        steps = stages if single_item else plan_repro(graph, stages, pipeline=args.pipeline, downstream=downstream)
+        stages = [] if flag("all_pipelines") else collect_stages(repo, getattr(args, "targets", None) or ["dvc.yaml"],
+                                                                 recursive=flag("recursive"), glob=flag("glob"))
+        steps = stages if single_item else plan_repro(graph, stages, pipeline=flag("pipeline"), downstream=downstream)
         names = [step.addressing for step in steps]
         steps = steps[names.index(current):] if current in names else []
-        runs = _will_run(steps, graph, args.force, args.force_downstream)
+        runs = _will_run(steps, graph, flag("force"), flag("force_downstream"))
         metrics = {step.addressing: [str(out.def_path) for out in step.outs if out.metric] for step in steps}
     modelled = _modelled_seconds([name for name in runs if name not in times])
     return [{"stage": name, "runs": kind, "seconds": times.get(name, modelled.get(name)),
