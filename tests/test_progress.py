@@ -5,6 +5,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import psutil
@@ -145,3 +149,23 @@ def test_status_outside_a_dvc_project_is_one_line(tmp_path, capsys):
     assert main(["status", "--root", str(tmp_path)]) == 2
     assert capsys.readouterr().err.strip() == f"spanft: error: {tmp_path}: not inside a DVC project (no .dvc " \
                                               f"folder); give --root"
+
+
+def test_status_of_a_dvc_that_has_started_no_stage_yet(tmp_path, capsys):
+    """Before its first stage, dvc has written no log (it is checking what changed): found among the processes."""
+    (tmp_path / ".dvc").mkdir()
+    fake = tmp_path / "bin" / "dvc"  # a process whose command line reads `python .../dvc repro dictionary`
+    fake.parent.mkdir()
+    fake.write_text("import time\ntime.sleep(60)\n", encoding="utf-8")
+    process = subprocess.Popen([sys.executable, str(fake), "repro", "dictionary"], cwd=tmp_path)
+    try:
+        for _ in range(100):  # until its command line is the script's
+            if psutil.Process(process.pid).cmdline()[1:2] == [str(fake)]:
+                break
+            time.sleep(0.02)
+        assert main(["status", "--root", str(tmp_path)]) == 0
+        shown = capsys.readouterr().out
+        assert re.fullmatch(rf"dvc repro dictionary \(pid {process.pid}\): \d+ s in, no stage started yet\n", shown), shown
+    finally:
+        process.kill()
+        process.wait()

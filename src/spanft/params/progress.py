@@ -468,18 +468,42 @@ def headline_lines(metrics: Path) -> list[str]:
 
 
 def status_lines(root: Path, now: float | None = None) -> list[str]:
-    """``spanft status``: one line per dvc session running in ``root`` (where it stands), or that none runs."""
+    """``spanft status``: one line per dvc session running in ``root`` (where it stands), or that none runs.
+
+    A dvc that has started no stage yet (it is checking what changed) has no log: it is found among the
+    processes, a ``dvc repro`` or ``dvc exp run`` working in ``root``."""
     now = time.time() if now is None else now
-    lines = []
+    lines, logged = [], set()
     for path, pid, started, running in sessions(root / FOLDER):
         if not running:
             continue
+        logged.add(pid)
         records = read_records(path)
         command = next((r["command"] for r in records if "command" in r), ["dvc"])
         p = progress_of(records, started, now)
         where = progress_line(p) if p.stage else f"{duration(p.elapsed)} in, no stage started yet"
         lines.append(f"{' '.join(command)} (pid {pid}): {where}")
+    for pid, started, arguments in dvc_processes(root):
+        if pid not in logged:
+            lines.append(f"dvc {' '.join(arguments)} (pid {pid}): {duration(now - started)} in, no stage started yet")
     return lines or ["no dvc repro or dvc exp run is running here"]
+
+
+def dvc_processes(root: Path) -> Iterator[tuple[int, float, list[str]]]:
+    """``(pid, start time, dvc's arguments)`` of each ``dvc repro`` or ``dvc exp run`` working in ``root``."""
+    import psutil
+
+    real = Path(os.path.realpath(root))
+    for process in psutil.process_iter():
+        try:
+            arguments = dvc_arguments(process.cmdline())
+            command = [arg for arg in arguments or [] if not arg.startswith("-")][:2]
+            if command[:1] == ["repro"] or command == ["exp", "run"]:
+                cwd = Path(process.cwd())
+                if cwd == real or real in cwd.parents:
+                    yield process.pid, process.create_time(), arguments
+        except psutil.Error:  # gone meanwhile, or another user's
+            continue
 
 
 @contextlib.contextmanager
