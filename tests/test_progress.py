@@ -15,14 +15,19 @@ import psutil
 import pytest
 
 from spanft.cli import main
+from spanft.params import progress
 from spanft.params.progress import (
     FOLDER,
+    TIMES,
+    Session,
+    append_record,
     dvc_arguments,
     duration,
     headline_lines,
     progress_line,
     progress_of,
     session_log,
+    stage_progress,
     status_lines,
 )
 
@@ -60,6 +65,8 @@ def test_the_running_stage_counts_what_is_left_of_its_own_time():
     assert progress_line(p) == "stage 4 of at most 5: d · 5 min 15 s in · about 30 s left"
     over = progress_of(records, T0, 1400)  # d past its time: 0 for it, not less
     assert over.left == 10
+    last = progress_of(records + [{"end": "d", "at": 1330, "status": 0}, {"start": "e", "at": 1332}], T0, 1342.2)
+    assert progress_line(last) == "stage 5 of 5: e · 5 min 42 s in · under 1 s left"
 
 
 def test_a_certain_count_has_no_at_most_and_the_end_between_stages_is_told():
@@ -110,6 +117,56 @@ def test_the_summary_shows_each_study_s_gain_x100_and_where_the_reports_are(tmp_
     assert gains == "SF − baseline, mean dev main metric x 100: glue tiny average +7.9; ner tiny conll2003 n/a; " \
                     "snli tiny snli -5.0"
     assert where.startswith(f"reports: {metrics.parent / 'index.md'}")
+
+
+def _under_dvc(root: Path, monkeypatch, first: dict) -> Path:
+    """This process as a stage of a dvc session whose log starts with ``first`` (its plan already made)."""
+    (root / ".dvc").mkdir(exist_ok=True)
+    monkeypatch.setenv("DVC_ROOT", str(root))
+    monkeypatch.chdir(root)
+    log = session_log(root / FOLDER, 1, time.time() - 5)
+    monkeypatch.setattr(progress, "find_session", lambda folder: Session(1, time.time() - 5, ("repro",), log))
+    append_record(log, first)
+    return log
+
+
+def test_a_stage_under_dvc_logs_itself_and_the_last_planned_one_ends_with_the_summary(tmp_path, monkeypatch, capsys):
+    plan = [{"stage": "a", "runs": "yes", "seconds": 5.0},
+            {"stage": "report", "runs": "yes", "seconds": None, "metrics": ["reports/metrics.json"]}]
+    log = _under_dvc(tmp_path, monkeypatch, {"command": ["dvc", "repro"], "plan": plan})
+    with stage_progress("a"):
+        assert re.fullmatch(r"spanft: stage 1 of 2: a · \d+ s in · about \d+ s left \+ 1 stage not timed yet\n",
+                            capsys.readouterr().err)
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "metrics.json").write_text(json.dumps({"glue": {"tiny": {"average": {"diff": 0.0791}}}}))
+    with stage_progress("report"):
+        pass
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("spanft: stage 2 of 2: report · ") and err[0].endswith(" · 1 stage not timed yet")
+    assert re.fullmatch(r"spanft: done: dvc repro: 2 stages in \d+ s", err[1])
+    assert err[2] == "spanft: SF − baseline, mean dev main metric x 100: glue tiny average +7.9"
+    assert err[3].startswith("spanft: reports: reports/index.md")
+    assert set(json.loads((tmp_path / FOLDER / TIMES).read_text())) == {"a", "report"}
+    assert [(r.get("start"), r.get("end"), r.get("status")) for r in progress.read_records(log)[1:]] == [
+        ("a", None, None), (None, "a", 0), ("report", None, None), (None, "report", 0)]
+
+
+def test_a_failed_stage_keeps_no_time_and_dvc_q_keeps_the_lines_quiet(tmp_path, monkeypatch, capsys):
+    log = _under_dvc(tmp_path, monkeypatch, {"command": ["dvc", "repro", "-q"], "quiet": True,
+                                             "plan": [{"stage": "a", "runs": "yes", "seconds": None}]})
+    with pytest.raises(KeyError), stage_progress("a"):
+        raise KeyError("the stage failed")
+    assert capsys.readouterr().err == ""
+    assert progress.read_records(log)[-1]["status"] == 1
+    assert not (tmp_path / FOLDER / TIMES).exists()
+
+
+def test_a_script_run_by_hand_says_nothing(tmp_path, monkeypatch, capsys):
+    (tmp_path / ".dvc").mkdir()
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path))
+    with stage_progress("a"):  # this test's process has no dvc above it
+        pass
+    assert capsys.readouterr().err == "" and not (tmp_path / FOLDER).exists()
 
 
 # ------------------------------------------------------------------------------------------- spanft status

@@ -224,7 +224,7 @@ def progress_line(p: Progress) -> str:
     head = f"{count}: {p.stage}" if p.running else f"{count} done: {p.stage}"
     parts = [head, f"{duration(p.elapsed)} in"]
     if p.total is not None:
-        left = "" if p.left is None else f"about {duration(p.left)} left"
+        left = "" if p.left is None else "under 1 s left" if p.left < 0.5 else f"about {duration(p.left)} left"
         untimed = f"{count_of(p.untimed, 'stage')} not timed yet" if p.untimed else ""
         parts.append(" + ".join(part for part in (left, untimed) if part) or "nothing left")
     return " · ".join(parts)
@@ -233,19 +233,17 @@ def progress_line(p: Progress) -> str:
 # ------------------------------------------------------------------------------------------- the plan
 
 
-def dvc_plan(arguments: tuple[str, ...], current: str, times: dict[str, float]) -> list[dict]:
+def dvc_plan(args: Any, current: str, times: dict[str, float]) -> list[dict]:
     """The stages dvc will evaluate from ``current`` on, in DVC's order, each with ``runs`` (``yes``: changed now,
     or forced; ``maybe``: downstream of one that runs), ``seconds`` (expected; None: not known) and ``metrics``
     (the metrics files it declares).
 
-    ``arguments``: dvc's command line after the program, parsed by DVC's parser; a command other than ``repro``
-    or ``exp run`` (a queue worker) counts as a plain ``dvc repro``. The steps are those of
+    ``args``: dvc's command line as :func:`repro_arguments` reads it. The steps are those of
     ``dvc.repo.reproduce.reproduce``. Raises whatever DVC raises when it cannot say.
     """
     from dvc.repo import Repo
     from dvc.repo.reproduce import collect_stages, get_active_graph, plan_repro
 
-    args = _repro_arguments(arguments)
     flag = lambda name: bool(getattr(args, name, False))  # noqa: E731 - exp run has no --glob, for one
     single_item, downstream = flag("single_item"), flag("downstream")
     if flag("all_pipelines") or flag("pipeline"):
@@ -264,7 +262,9 @@ def dvc_plan(arguments: tuple[str, ...], current: str, times: dict[str, float]) 
              **({"metrics": metrics[name]} if metrics.get(name) else {})} for name, kind in runs.items()]
 
 
-def _repro_arguments(arguments: tuple[str, ...]) -> Any:
+def repro_arguments(arguments: tuple[str, ...]) -> Any:
+    """dvc's command line (after the program) parsed by DVC's own parser; a command other than ``repro`` or
+    ``exp run`` (``exp exec-run``, which runs a queued experiment) reads as a plain ``dvc repro``."""
     from dvc.cli import parse_args
 
     try:
@@ -377,9 +377,15 @@ def stage_started(stage: str) -> StageRun | None:
     started = _process_start()  # the stage's time counts its interpreter's start and imports
     append_record(session.log, {"start": stage, "at": started})
     records = read_records(session.log)
-    print(f"spanft: {progress_line(progress_of(records, session.started, time.time()))}", file=sys.stderr,
-          flush=True)
+    _tell(records, [progress_line(progress_of(records, session.started, time.time()))])
     return StageRun(session, folder, stage, started)
+
+
+def _tell(records: list[dict], lines: list[str]) -> None:
+    """Print to stderr, unless dvc was told to be quiet (``dvc repro -q``)."""
+    if not any(r.get("quiet") for r in records):
+        for line in lines:
+            print(f"spanft: {line}", file=sys.stderr, flush=True)
 
 
 def _process_start() -> float:
@@ -394,14 +400,13 @@ def _process_start() -> float:
 def _begin(session: Session, folder: Path, stage: str) -> None:
     """The first stage of a session: the plan, and the logs of sessions whose dvc has ended removed."""
     _forget_ended(folder)
+    record: dict[str, Any] = {"command": ["dvc", *session.arguments]}
     try:
-        plan = dvc_plan(session.arguments, stage, read_times(folder))
+        args = repro_arguments(session.arguments)
+        record["quiet"] = bool(getattr(args, "quiet", 0))
+        record["plan"] = dvc_plan(args, stage, read_times(folder))
     except Exception as exc:  # noqa: BLE001 - DVC cannot say (a version that differs...): no count, no estimate
         log.debug("progress: no plan from DVC: %s", exc)
-        plan = None
-    record: dict[str, Any] = {"command": ["dvc", *session.arguments]}
-    if plan is not None:
-        record["plan"] = plan
     append_record(session.log, record)
 
 
@@ -421,8 +426,7 @@ def stage_ended(run: StageRun, status: int) -> None:
     records = read_records(run.session.log)
     p = progress_of(records, run.session.started, now)
     if p.total is not None and p.total == p.number:
-        for line in summary_lines(records, p, " ".join(("dvc", *run.session.arguments))):
-            print(f"spanft: {line}", file=sys.stderr, flush=True)
+        _tell(records, summary_lines(records, p, " ".join(("dvc", *run.session.arguments))))
 
 
 # ------------------------------------------------------------------------------------------- the summary
