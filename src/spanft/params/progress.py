@@ -250,8 +250,14 @@ def dvc_plan(args: Any, current: str, times: dict[str, float]) -> list[dict]:
         single_item = downstream = False
     with Repo() as repo:
         graph = get_active_graph(repo.index.graph)  # edges: from a stage to the stages it reads from
-        stages = [] if flag("all_pipelines") else collect_stages(repo, getattr(args, "targets", None) or ["dvc.yaml"],
-                                                                 recursive=flag("recursive"), glob=flag("glob"))
+        targets = getattr(args, "targets", None)
+        if flag("all_pipelines"):
+            stages = []
+        elif targets:
+            stages = collect_stages(repo, targets, recursive=flag("recursive"), glob=flag("glob"))
+        else:  # dvc.yaml's stages, as collect_stages would read them: from the index, not parsed a second time
+            here = os.path.abspath(DVC_FILE)
+            stages = [stage for stage in repo.index.stages if os.path.abspath(stage.path) == here]
         steps = stages if single_item else plan_repro(graph, stages, pipeline=flag("pipeline"), downstream=downstream)
         names = [step.addressing for step in steps]
         steps = steps[names.index(current):] if current in names else []
@@ -276,7 +282,8 @@ def repro_arguments(arguments: tuple[str, ...]) -> Any:
     return args
 
 
-REPRO_COMMANDS = ("CmdRepro", "CmdExperimentsRun")  # dvc repro, dvc exp run: the same options
+REPRO_COMMANDS = ("CmdRepro", "CmdExperimentsRun")
+DVC_FILE = "dvc.yaml"  # what dvc repro reproduces without targets (dvc.dvcfile.PROJECT_FILE)  # dvc repro, dvc exp run: the same options
 
 
 def _will_run(steps: list, graph: Any, force: bool, force_downstream: bool) -> dict[str, str]:
