@@ -54,7 +54,7 @@ def test_a_stage_skipped_by_dvc_drops_out_of_the_count_and_the_estimate():
     # left: d 30 + e 10 = 40 s, and c itself never timed
     assert (p.stage, p.running, p.number, p.total, p.at_most) == ("c", True, 2, 4, True)
     assert (p.elapsed, p.left, p.untimed, p.done) == (100, 40, 1, 1)
-    assert progress_line(p) == "stage 2 of at most 4: c · 1 min 40 s in · about 40 s left + 1 stage not timed yet"
+    assert progress_line(p) == "stage 2 of at most 4: c · 1 min 40 s in · about 40 s left + 1 stage never timed"
 
 
 def test_the_running_stage_counts_what_is_left_of_its_own_time():
@@ -78,12 +78,17 @@ def test_a_certain_count_has_no_at_most_and_the_end_between_stages_is_told():
     records = [{"command": ["dvc", "repro"], "plan": [dict(entry, runs="yes") for entry in PLAN]},
                {"start": "a", "at": 1001}]
     assert progress_line(progress_of(records, T0, 1001)) == "stage 1 of 5: a · 1 s in · about 3 min 40 s left + " \
-                                                            "1 stage not timed yet"
+                                                            "1 stage never timed"
 
 
 def test_without_a_plan_the_line_claims_no_count():
     records = [{"command": ["dvc", "repro"]}, {"start": "x", "at": 1005}]
     assert progress_line(progress_of(records, T0, 1065)) == "stage 1: x · 1 min 5 s in"
+    never = [{"command": ["dvc", "repro"], "plan": [{"stage": "x", "runs": "yes", "seconds": None},
+                                                    {"stage": "y", "runs": "maybe", "seconds": None}]},
+             {"start": "x", "at": 1005}]
+    assert progress_line(progress_of(never, T0, 1065)) == "stage 1 of at most 2: x · 1 min 5 s in · time left not " \
+                                                          "known: 2 stages never timed"
     stray = _log(("start", "z", 1005))  # a stage the plan does not hold: no count rather than a wrong one
     assert progress_of(stray, T0, 1010).total is None
 
@@ -136,14 +141,15 @@ def test_a_stage_under_dvc_logs_itself_and_the_last_planned_one_ends_with_the_su
             {"stage": "report", "runs": "yes", "seconds": None, "metrics": ["reports/metrics.json"]}]
     log = _under_dvc(tmp_path, monkeypatch, {"command": ["dvc", "repro"], "plan": plan})
     with stage_progress("a"):
-        assert re.fullmatch(r"spanft: stage 1 of 2: a · 5 s in · about 5 s left \+ 1 stage not timed yet\n",
+        assert re.fullmatch(r"spanft: stage 1 of 2: a · 5 s in · about 5 s left \+ 1 stage never timed\n",
                             capsys.readouterr().err)
     (tmp_path / "reports").mkdir()
     (tmp_path / "reports" / "metrics.json").write_text(json.dumps({"glue": {"tiny": {"average": {"diff": 0.0791}}}}))
     with stage_progress("report"):
         pass
     err = capsys.readouterr().err.splitlines()
-    assert err[0].startswith("spanft: stage 2 of 2: report · ") and err[0].endswith(" · 1 stage not timed yet")
+    assert err[0].startswith("spanft: stage 2 of 2: report · ")
+    assert err[0].endswith(" · time left not known: 1 stage never timed")
     assert re.fullmatch(r"spanft: done: dvc repro: 2 stages in \d+ s", err[1])
     assert err[2] == "spanft: SF − baseline, mean dev main metric x 100: glue tiny average +7.9"
     assert err[3].startswith("spanft: reports: reports/index.md")
@@ -190,7 +196,7 @@ def test_status_of_a_running_session(tmp_path, capsys):
     started = psutil.Process().create_time()
     assert status_lines(tmp_path, now=started + 100) == [
         f"dvc exp run (pid {os.getpid()}): stage 2 of at most 4: c · 1 min 40 s in · about 40 s left + "
-        f"1 stage not timed yet"]
+        f"1 stage never timed"]
     assert main(["status", "--root", str(tmp_path)]) == 0
     assert f"dvc exp run (pid {os.getpid()}): stage 2 of at most 4: c · " in capsys.readouterr().out
 
@@ -198,7 +204,7 @@ def test_status_of_a_running_session(tmp_path, capsys):
 def test_status_when_none_runs(tmp_path, capsys):
     path = _running_session(tmp_path)
     me = psutil.Process()
-    path.rename(session_log(path.parent, me.pid, me.create_time() - 5))  # the pid, but not the process that started then
+    path.rename(session_log(path.parent, me.pid, me.create_time() - 5))  # the pid, not the process started then
     assert main(["status", "--root", str(tmp_path)]) == 0
     assert capsys.readouterr().out == "no dvc repro or dvc exp run is running here\n"
 
@@ -223,7 +229,8 @@ def test_status_of_a_dvc_that_has_started_no_stage_yet(tmp_path, capsys):
             time.sleep(0.02)
         assert main(["status", "--root", str(tmp_path)]) == 0
         shown = capsys.readouterr().out
-        assert re.fullmatch(rf"dvc repro dictionary \(pid {process.pid}\): \d+ s in, no stage started yet\n", shown), shown
+        expected = rf"dvc repro dictionary \(pid {process.pid}\): \d+ s in, no stage started yet\n"
+        assert re.fullmatch(expected, shown), shown
     finally:
         process.kill()
         process.wait()

@@ -220,13 +220,18 @@ def duration(seconds: float) -> str:
 
 def progress_line(p: Progress) -> str:
     """``stage 12 of 38: glue_sf@tiny-cola-1 · 4 min 10 s in · about 9 min left``."""
-    count = f"stage {p.number}" if p.total is None else f"stage {p.number} of {'at most ' if p.at_most else ''}{p.total}"
+    count = f"stage {p.number}"
+    if p.total is not None:
+        count += f" of {'at most ' if p.at_most else ''}{p.total}"
     head = f"{count}: {p.stage}" if p.running else f"{count} done: {p.stage}"
     parts = [head, f"{duration(p.elapsed)} in"]
     if p.total is not None:
-        left = "" if p.left is None else "under 1 s left" if p.left < 0.5 else f"about {duration(p.left)} left"
-        untimed = f"{count_of(p.untimed, 'stage')} not timed yet" if p.untimed else ""
-        parts.append(" + ".join(part for part in (left, untimed) if part) or "nothing left")
+        untimed = f"{count_of(p.untimed, 'stage')} never timed" if p.untimed else ""
+        if p.left is None:
+            parts.append(f"time left not known: {untimed}" if untimed else "nothing left")
+        else:
+            left = "under 1 s left" if p.left < 0.5 else f"about {duration(p.left)} left"
+            parts.append(f"{left} + {untimed}" if untimed else left)
     return " · ".join(parts)
 
 
@@ -238,34 +243,46 @@ def dvc_plan(args: Any, current: str, times: dict[str, float]) -> list[dict]:
     or forced; ``maybe``: downstream of one that runs), ``seconds`` (expected; None: not known) and ``metrics``
     (the metrics files it declares).
 
-    ``args``: dvc's command line as :func:`repro_arguments` reads it. The steps are those of
-    ``dvc.repo.reproduce.reproduce``. Raises whatever DVC raises when it cannot say.
+    ``args``: dvc's command line as :func:`repro_arguments` reads it. Raises whatever DVC raises when it cannot
+    say.
     """
     from dvc.repo import Repo
-    from dvc.repo.reproduce import collect_stages, get_active_graph, plan_repro
+    from dvc.repo.reproduce import get_active_graph
 
-    flag = lambda name: bool(getattr(args, name, False))  # noqa: E731 - exp run has no --glob, for one
-    single_item, downstream = flag("single_item"), flag("downstream")
-    if flag("all_pipelines") or flag("pipeline"):
-        single_item = downstream = False
     with Repo() as repo:
         graph = get_active_graph(repo.index.graph)  # edges: from a stage to the stages it reads from
-        targets = getattr(args, "targets", None)
-        if flag("all_pipelines"):
-            stages = []
-        elif targets:
-            stages = collect_stages(repo, targets, recursive=flag("recursive"), glob=flag("glob"))
-        else:  # dvc.yaml's stages, as collect_stages would read them: from the index, not parsed a second time
-            here = os.path.abspath(DVC_FILE)
-            stages = [stage for stage in repo.index.stages if os.path.abspath(stage.path) == here]
-        steps = stages if single_item else plan_repro(graph, stages, pipeline=flag("pipeline"), downstream=downstream)
+        steps = _steps(repo, graph, args)
         names = [step.addressing for step in steps]
         steps = steps[names.index(current):] if current in names else []
-        runs = _will_run(steps, graph, flag("force"), flag("force_downstream"))
+        runs = _will_run(steps, graph, _flag(args, "force"), _flag(args, "force_downstream"))
         metrics = {step.addressing: [str(out.def_path) for out in step.outs if out.metric] for step in steps}
     modelled = _modelled_seconds([name for name in runs if name not in times])
     return [{"stage": name, "runs": kind, "seconds": times.get(name, modelled.get(name)),
              **({"metrics": metrics[name]} if metrics.get(name) else {})} for name, kind in runs.items()]
+
+
+def _flag(args: Any, name: str) -> bool:
+    return bool(getattr(args, name, False))  # an option the command lacks is off (exp run has no --glob)
+
+
+def _steps(repo: Any, graph: Any, args: Any) -> list:
+    """The stages dvc evaluates, in its order: what ``dvc.repo.reproduce.reproduce`` makes of the options."""
+    from dvc.dvcfile import PROJECT_FILE
+    from dvc.repo.reproduce import collect_stages, plan_repro
+
+    single_item, downstream = _flag(args, "single_item"), _flag(args, "downstream")
+    if _flag(args, "all_pipelines") or _flag(args, "pipeline"):
+        single_item = downstream = False
+    targets = getattr(args, "targets", None)
+    if _flag(args, "all_pipelines"):
+        stages = []
+    elif targets:
+        stages = collect_stages(repo, targets, recursive=_flag(args, "recursive"), glob=_flag(args, "glob"))
+    else:  # dvc.yaml's stages, as collect_stages would read them: from the index, not parsed a second time
+        here = os.path.abspath(PROJECT_FILE)
+        stages = [stage for stage in repo.index.stages if os.path.abspath(stage.path) == here]
+    return stages if single_item else plan_repro(graph, stages, pipeline=_flag(args, "pipeline"),
+                                                 downstream=downstream)
 
 
 def repro_arguments(arguments: tuple[str, ...]) -> Any:
@@ -282,8 +299,7 @@ def repro_arguments(arguments: tuple[str, ...]) -> Any:
     return args
 
 
-REPRO_COMMANDS = ("CmdRepro", "CmdExperimentsRun")
-DVC_FILE = "dvc.yaml"  # what dvc repro reproduces without targets (dvc.dvcfile.PROJECT_FILE)  # dvc repro, dvc exp run: the same options
+REPRO_COMMANDS = ("CmdRepro", "CmdExperimentsRun")  # dvc repro, dvc exp run: the same options
 
 
 def _will_run(steps: list, graph: Any, force: bool, force_downstream: bool) -> dict[str, str]:
