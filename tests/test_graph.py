@@ -115,11 +115,29 @@ def test_graph_runs_end_to_end_to_every_report(project):
     assert "reports/metrics.json" in shown
 
 
+def test_each_stage_tells_its_place_and_the_graph_ends_with_a_summary(project):
+    """The repro's log (not a terminal): each stage's line says k of N in DVC's order, N the stages that ran
+    (a clean repro: no "at most"); no progress bar is drawn; the last stage prints the headline gains."""
+    project, first = project
+    ran = re.findall(r"Running stage '([^']+)'", first.stdout)
+    lines = re.findall(r"^spanft: stage (\d+) of (\d+): (\S+) · ", first.stderr, flags=re.MULTILINE)
+    assert [(int(k), int(n), name) for k, n, name in lines] == [(k, len(ran), name) for k, name in enumerate(ran, 1)]
+    assert "\r" not in first.stdout + first.stderr
+    summary = first.stderr[first.stderr.index("spanft: done: dvc repro: "):]
+    assert re.match(rf"spanft: done: dvc repro: {len(ran)} stages in \d", summary), summary
+    assert re.search(r"^spanft: SF − baseline, mean dev main metric x 100: .*glue tiny average [+-]\d+\.\d;", summary,
+                     flags=re.MULTILINE), summary
+    assert "reports: reports/index.md" in summary
+    times = json.loads((project / ".dvc" / "tmp" / "spanft-progress" / "stage-times.json").read_text())
+    assert set(times) == set(ran)
+
+
 def test_second_repro_does_nothing(project):
     project, _ = project
     assert any((project / "src").rglob("*.pyc")), "the stages wrote no bytecode: the case .dvcignore covers is not tried"
     second = dvc(project, "repro")
     assert ran_stages(second.stdout) == set(), second.stdout
+    assert "spanft: stage" not in second.stderr
     assert "up to date" in dvc(project, "status").stdout
 
 

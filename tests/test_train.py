@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -378,6 +382,23 @@ def test_cli_prints_one_summary_line(workspace, capsys):
     summary = json.loads((workspace / "runs/cli/metrics.json").read_text())
     assert summary["examples"] == {"train": 20, "validation": 10, "test": 10}
     assert len(_read_tsv(workspace / "runs/cli/predictions/test.tsv")) == 10
+
+
+def test_off_a_terminal_a_run_draws_no_progress_bar(workspace):
+    """A log or a pipe gets a few plain lines, not bars redrawn with carriage returns (the Trainer's, the
+    weights loader's, spanft's own): bars are drawn only on a terminal."""
+    from spanft.params.progress import HF_BAR_SWITCHES
+
+    env = {key: value for key, value in os.environ.items() if key not in HF_BAR_SWITCHES}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")
+    args = _cli(workspace, "--epochs", "2", "--max-train-examples", "40", "--max-eval-examples", "10")
+    args[args.index("--out") + 1] = str(workspace / "runs/piped")
+    done = subprocess.run([sys.executable, "-m", "spanft.cli", *args], capture_output=True, text=True, env=env,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-3000:]
+    output = done.stdout + done.stderr
+    assert "\r" not in output, output[-3000:]
+    assert not re.search(r"\d+%\||it/s\]|s/it\]", output), output[-3000:]  # tqdm's bar and rate
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass
@@ -220,7 +221,7 @@ def mlm_pretrain(model, tokenizer, corpus: Path, cfg: BackboneConfig, workdir: P
         report_to="none",
         dataloader_num_workers=0,
         use_cpu=not torch.cuda.is_available(),
-        disable_tqdm=None,
+        disable_tqdm=None if sys.stderr.isatty() else True,  # bars only on a terminal; a log gets the loss lines
     )
     collator = DataCollatorForLanguageModeling(tokenizer, mlm=True, mlm_probability=0.15, seed=cfg.seed)
     trainer = Trainer(model=_masked_positions_only(model), args=args, train_dataset=_BlockDataset(blocks), data_collator=collator)

@@ -116,7 +116,7 @@ def encode_split(
     columns: dict[str, list] = {}
     stats = TruncationStats()
     starts = range(0, len(df), batch_size)
-    for start in tqdm(starts, desc=f"encode {name}", unit="batch", disable=len(starts) < 5):
+    for start in tqdm(starts, desc=f"encode {name}", unit="batch", disable=True if len(starts) < 5 else None):
         chunk_columns, chunk_stats = _encode_chunk(df.iloc[start : start + batch_size], tokenizer, task, cfg)
         for key, values in chunk_columns.items():
             columns.setdefault(key, []).extend(values)

@@ -34,7 +34,7 @@ from spanft.params.cost import (
     fit_rows,
     train_steps,
 )
-from spanft.params.plan import Plan, plan_from_tree
+from spanft.params.plan import Plan, PlannedRun, plan_from_tree
 from spanft.params.schema import check_params_file
 
 RESULTS_DIR = Path("benchmarks/results")
@@ -135,17 +135,24 @@ def backbone_parameters(name: str, plan: Plan, root: Path) -> int | None:
 
 def runs_table(plan: Plan) -> pd.DataFrame:
     """One row per fine-tuning run: its study, tables, backbone class, steps and tokens per step."""
-    rows = []
-    for run in plan.runs():
-        hparams = plan.hparams[run.task]
-        rows.append({"study": run.study, "table": STUDY_TABLES[run.study], "backbone": run.backbone,
-                     "backbone_class": backbone_class(run.backbone, plan), "span": run.variant != "baseline",
-                     "steps": train_steps(run.task, plan), "tokens": hparams.batch_size * hparams.max_seq_len})
+    rows = [_run_row(run, plan) for run in plan.runs()]
     return pd.DataFrame(rows, columns=["study", "table", "backbone", "backbone_class", "span", "steps", "tokens"])
+
+
+def _run_row(run: PlannedRun, plan: Plan) -> dict:
+    hparams = plan.hparams[run.task]
+    return {"study": run.study, "table": STUDY_TABLES[run.study], "backbone": run.backbone,
+            "backbone_class": backbone_class(run.backbone, plan), "span": run.variant != "baseline",
+            "steps": train_steps(run.task, plan), "tokens": hparams.batch_size * hparams.max_seq_len}
 
 
 STUDY_TABLES = {"glue": "Tables 1-3", "backbones": "Table 4", "snli": "Tables 5, 7", "ablation": "Table 6",
                 "ner": "Table 8", "dictsize": "Figure 4"}
+
+
+def _hours(steps: int, step_ms: float) -> float:
+    """Hours of ``steps`` training steps of ``step_ms`` each, evaluation included."""
+    return steps * step_ms * (1 + EVAL_FRACTION) / 3_600_000
 
 
 def device_hours(runs: pd.DataFrame, device: DeviceSteps) -> tuple[float, list[str]]:
@@ -157,8 +164,15 @@ def device_hours(runs: pd.DataFrame, device: DeviceSteps) -> tuple[float, list[s
         if ms is None:
             missing.append(row.backbone_class)
         else:
-            hours += row.steps * ms * (1 + EVAL_FRACTION) / 3_600_000
+            hours += _hours(row.steps, ms)
     return hours, list(dict.fromkeys(missing))
+
+
+def run_hours(run: PlannedRun, plan: Plan, device: DeviceSteps) -> float | None:
+    """Hours of one run on ``device`` (evaluation included); None when it has no step time for the backbone."""
+    row = _run_row(run, plan)
+    ms = device.step_ms(row["backbone_class"], row["tokens"], row["span"])
+    return None if ms is None else _hours(row["steps"], ms)
 
 
 def fanout_jobs(plan: Plan) -> int:

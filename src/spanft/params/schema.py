@@ -119,7 +119,7 @@ def _check_node(node: Any, schema: Any, dotted: str, path) -> None:
                 close = difflib.get_close_matches(key, [k for k in schema if k != "*"], n=1)
                 blank = any(c.isspace() for c in key)  # 'min_count ' would read exactly as its suggestion
                 notes = ["a blank inside the quotes"] * blank
-                notes += [f"did you mean {_join(dotted, close[0])}?"] * bool(close)
+                notes += [f"did you mean {_join(dotted, match)}?" for match in close]
                 hint = f" ({'; '.join(notes)})" if notes else ""
                 valid = ", ".join(k for k in schema if k != "*")
                 shown = where.encode("ascii", "backslashreplace").decode("ascii")  # a look-alike (Cyrillic е) shows

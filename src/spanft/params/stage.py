@@ -30,6 +30,7 @@ from spanft.errors import SpanftError, run_command
 from spanft.params.dvc_room import check_dvc_room
 from spanft.params.load import load_params
 from spanft.params.plan import PARAMS_FILE, VARIANTS, Plan, Variant, load_plan
+from spanft.params.progress import bars_only_on_a_terminal, stage_progress
 from spanft.params.records import check_lock_records, write_record
 
 STAGE_ENV = "DVC_STAGE"  # dvc/env.py: set by DVC for every stage command
@@ -149,18 +150,20 @@ def run_stage(body: Callable[[Plan], None], quiet: bool = False) -> int:
     def call() -> None:
         logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="spanft: %(message)s",
                             stream=sys.stderr)  # here: run_command has put /dev/null where a stream was closed
-        if os.environ.get(STAGE_ENV):  # under DVC, whose index and cache must have room first (params.dvc_room)
-            check_dvc_room(Path(os.environ.get(ROOT_ENV) or "."))
-        before = _params_now()
-        plan = load_plan()
+        bars_only_on_a_terminal()
         stage = os.environ.get(STAGE_ENV)
-        # nothing built on outputs that dvc.lock records with other params than they were made with
-        check_lock_records(exclude=stage, inputs=declared_deps(stage, plan))
-        body(plan)  # a stage's result is its output files; the exit code is 0 unless it raised
-        keys = declared_params(stage, plan)
-        check_params_unchanged(before, _params_now(), keys=keys)
-        if stage and keys:  # what DVC will record beside the outputs, as this stage used it (params.records)
-            write_record(stage, {key: _at(before, key) for key in keys})
+        with stage_progress(stage):  # under dvc: this stage's place in the graph, and the time left
+            if stage:  # under DVC, whose index and cache must have room first (params.dvc_room)
+                check_dvc_room(Path(os.environ.get(ROOT_ENV) or "."))
+            before = _params_now()
+            plan = load_plan()
+            # nothing built on outputs that dvc.lock records with other params than they were made with
+            check_lock_records(exclude=stage, inputs=declared_deps(stage, plan))
+            body(plan)  # a stage's result is its output files; the exit code is 0 unless it raised
+            keys = declared_params(stage, plan)
+            check_params_unchanged(before, _params_now(), keys=keys)
+            if stage and keys:  # what DVC will record beside the outputs, as this stage used it (params.records)
+                write_record(stage, {key: _at(before, key) for key in keys})
 
     return run_command(call)
 

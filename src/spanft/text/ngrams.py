@@ -152,7 +152,8 @@ def encode_corpus(
     pieces: list[np.ndarray] = []
     lines_before = {str(path): 0 for path in files}
     encode = functools.partial(_encode_chunk, tokenizer=tokenizer)
-    with (tqdm(total=total_bytes, unit="B", unit_scale=True, desc="encode", disable=not progress) as bar,
+    bars = None if progress else True  # None: tqdm draws only on a terminal
+    with (tqdm(total=total_bytes, unit="B", unit_scale=True, desc="encode", disable=bars) as bar,
           ordered_map(encode, chunks, workers) as encoded_chunks):
         for chunk, encoded in zip(chunks, encoded_chunks):
             if encoded.error_line is not None:
@@ -255,7 +256,7 @@ def count_encoded(
     vocab_size = max(len(kept_words), 1)
     orders = [_Order(kept_words, np.arange(len(kept_words)), unigram_counts[kept_words])]
     cur = words
-    for k in tqdm(range(2, max_n + 1), desc="count", disable=not progress):
+    for k in tqdm(range(2, max_n + 1), desc="count", disable=None if progress else True):
         if len(cur) < 2:
             break
         valid = cur[:-1] >= 0

@@ -205,7 +205,8 @@ def all_step_costs(plan: Plan, config: StepCostConfig = StepCostConfig()) -> dic
     for backbone, tasks in glue_arms(plan).items():
         model, tokenizer = load_backbone(f"{BACKBONES_DIR}/{backbone}") if tasks else (None, None)
         backbones[backbone] = {}
-        for name, (baseline, sf) in tqdm(tasks.items(), desc=f"step cost {backbone}", unit="task"):
+        for name, (baseline, sf) in tqdm(tasks.items(), desc=f"step cost {backbone}", unit="task",
+                                         disable=None):
             task = get_task(name)
             options = {run.variant: FinetuneOptions.for_run(run, plan.hparams[name], plan.threads)
                        for run in (baseline, sf)}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import sys
 from pathlib import Path
 
 import safetensors.torch
@@ -138,4 +139,5 @@ def training_arguments(options: FinetuneOptions, task: TaskSpec, output_dir: str
         dataloader_num_workers=0,
         label_names=["labels"],
         report_to="none",
+        disable_tqdm=None if sys.stderr.isatty() else True,  # bars only on a terminal; a log gets a line an epoch
     )

@@ -31,7 +31,7 @@ def generate_split(
     labeled = task.splits[split].labeled
     generate = example_generator(task, split)
     out = SplitColumns(task, split)
-    for row in tqdm(range(size), desc=f"{task.name} {split}", leave=False, disable=size < 5000):
+    for row in tqdm(range(size), desc=f"{task.name} {split}", leave=False, disable=True if size < 5000 else None):
         label = None if task.is_regression or task.is_tagging else row % task.num_labels
         if split == "ax":  # the diagnostic set mixes both genres
             generate = nli_generator(task.label_names, mismatched=bool(rng.random() < 0.5))

@@ -1,0 +1,236 @@
+"""Progress over the graph (spanft.params.progress): the numbers of a stage's line from a session log, the plan's
+reading of dvc's command line, and ``spanft status`` for a running session and for none."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from spanft.cli import main
+from spanft.params import progress
+from spanft.params.progress import (
+    FOLDER,
+    TIMES,
+    Session,
+    append_record,
+    dvc_arguments,
+    duration,
+    headline_lines,
+    progress_line,
+    progress_of,
+    session_log,
+    stage_progress,
+    status_lines,
+)
+
+T0 = 1_000.0  # when dvc started
+# Five stages from the first one on: a and b changed, c downstream of them, d changed, e downstream of d; the
+# seconds each took before (None: never timed)
+PLAN = [{"stage": "a", "runs": "yes", "seconds": 60.0}, {"stage": "b", "runs": "yes", "seconds": 120.0},
+        {"stage": "c", "runs": "maybe", "seconds": None}, {"stage": "d", "runs": "yes", "seconds": 30.0},
+        {"stage": "e", "runs": "maybe", "seconds": 10.0}]
+
+
+def _log(*events: tuple[str, str, float] | tuple[str, str, float, int]) -> list[dict]:
+    records: list[dict] = [{"command": ["dvc", "repro"], "plan": PLAN}]
+    for kind, stage, at, *status in events:
+        records.append({kind: stage, "at": at, **({"status": status[0]} if kind == "end" else {})})
+    return records
+
+
+def test_a_stage_skipped_by_dvc_drops_out_of_the_count_and_the_estimate():
+    # a ran 1010-1070; DVC skipped b (unchanged); c started at 1080; now 1100
+    records = _log(("start", "a", 1010), ("end", "a", 1070, 0), ("start", "c", 1080))
+    p = progress_of(records, T0, 1100)
+    # k = 2 started (a, c); N = 2 + the 2 after c (d, e), "at most": e may not run; 100 s since dvc started;
+    # left: d 30 + e 10 = 40 s, and c itself never timed
+    assert (p.stage, p.running, p.number, p.total, p.at_most) == ("c", True, 2, 4, True)
+    assert (p.elapsed, p.left, p.untimed, p.done) == (100, 40, 1, 1)
+    assert progress_line(p) == "stage 2 of at most 4: c · 1 min 40 s in · about 40 s left + 1 stage never timed"
+
+
+def test_the_running_stage_counts_what_is_left_of_its_own_time():
+    records = _log(("start", "a", 1010), ("end", "a", 1070, 0), ("start", "b", 1075), ("end", "b", 1190, 0),
+                   ("start", "c", 1195), ("end", "c", 1300, 0), ("start", "d", 1305))
+    p = progress_of(records, T0, 1315)  # d: 10 of its 30 s gone -> 20, and e's 10
+    assert (p.number, p.total, p.left, p.untimed, p.at_most) == (4, 5, 30, 0, True)
+    assert progress_line(p) == "stage 4 of at most 5: d · 5 min 15 s in · about 30 s left"
+    over = progress_of(records, T0, 1400)  # d past its time: 0 for it, not less
+    assert over.left == 10
+    last = progress_of(records + [{"end": "d", "at": 1330, "status": 0}, {"start": "e", "at": 1332}], T0, 1342.2)
+    assert progress_line(last) == "stage 5 of 5: e · 5 min 42 s in · under 1 s left"
+
+
+def test_a_certain_count_has_no_at_most_and_the_end_between_stages_is_told():
+    records = _log(("start", "a", 1010), ("end", "a", 1070, 0), ("start", "b", 1075), ("end", "b", 1190, 0),
+                   ("start", "c", 1195), ("end", "c", 1300, 0), ("start", "d", 1305), ("end", "d", 1335, 0))
+    p = progress_of(records, T0, 1340)  # between d and e; only e is left (maybe)
+    assert (p.running, p.number, p.total, p.left) == (False, 4, 5, 10)
+    assert progress_line(p) == "stage 4 of at most 5 done: d · 5 min 40 s in · about 10 s left"
+    records = [{"command": ["dvc", "repro"], "plan": [dict(entry, runs="yes") for entry in PLAN]},
+               {"start": "a", "at": 1001}]
+    assert progress_line(progress_of(records, T0, 1001)) == "stage 1 of 5: a · 1 s in · about 3 min 40 s left + " \
+                                                            "1 stage never timed"
+
+
+def test_without_a_plan_the_line_claims_no_count():
+    records = [{"command": ["dvc", "repro"]}, {"start": "x", "at": 1005}]
+    assert progress_line(progress_of(records, T0, 1065)) == "stage 1: x · 1 min 5 s in"
+    never = [{"command": ["dvc", "repro"], "plan": [{"stage": "x", "runs": "yes", "seconds": None},
+                                                    {"stage": "y", "runs": "maybe", "seconds": None}]},
+             {"start": "x", "at": 1005}]
+    assert progress_line(progress_of(never, T0, 1065)) == "stage 1 of at most 2: x · 1 min 5 s in · time left not " \
+                                                          "known: 2 stages never timed"
+    stray = _log(("start", "z", 1005))  # a stage the plan does not hold: no count rather than a wrong one
+    assert progress_of(stray, T0, 1010).total is None
+
+
+@pytest.mark.parametrize("seconds, shown", [(0.4, "0 s"), (59.6, "1 min"), (250, "4 min 10 s"), (3600, "1 h"),
+                                            (7500, "2 h 5 min")])
+def test_duration(seconds, shown):
+    assert duration(seconds) == shown
+
+
+@pytest.mark.parametrize("cmdline, arguments", [
+    (["dvc", "repro", "x"], ["repro", "x"]),
+    (["/venv/bin/python3", "/venv/bin/dvc", "exp", "run", "-S", "a=1"], ["exp", "run", "-S", "a=1"]),
+    (["python", "-m", "dvc", "repro"], ["repro"]),
+    (["/bin/sh", "-c", "python pipeline/x.py"], None),
+    (["python", "pipeline/dvc_stage.py"], None),
+])
+def test_dvc_is_found_in_a_command_line(cmdline, arguments):
+    assert dvc_arguments(cmdline) == arguments
+
+
+def test_the_summary_shows_each_study_s_gain_x100_and_where_the_reports_are(tmp_path):
+    metrics = tmp_path / "reports" / "metrics.json"
+    metrics.parent.mkdir()
+    metrics.write_text(json.dumps({
+        "profile": "embedded",
+        "glue": {"tiny": {"cola": {"baseline": 0.2, "sf": 0.5, "diff": 0.3}, "average": {"diff": 0.0791}}},
+        "snli": {"tiny": {"snli": {"baseline": 0.8, "sf": 0.75, "diff": -0.05}}},
+        "ner": {"tiny": {"conll2003": {"baseline": None, "sf": 0.7, "diff": None}}}}))
+    gains, where = headline_lines(metrics)
+    assert gains == "SF − baseline, mean dev main metric x 100: glue tiny average +7.9; ner tiny conll2003 n/a; " \
+                    "snli tiny snli -5.0"
+    assert where.startswith(f"reports: {metrics.parent / 'index.md'}")
+
+
+def _under_dvc(root: Path, monkeypatch, first: dict) -> Path:
+    """This process as a stage of a dvc session whose log starts with ``first`` (its plan already made)."""
+    (root / ".dvc").mkdir(exist_ok=True)
+    monkeypatch.setenv("DVC_ROOT", str(root))
+    monkeypatch.chdir(root)
+    log = session_log(root / FOLDER, 1, time.time() - 5)
+    monkeypatch.setattr(progress, "find_session", lambda folder: Session(1, time.time() - 5, ("repro",), log))
+    monkeypatch.setattr(progress, "_process_start", time.time)  # the stage's process starts now, not pytest's
+    append_record(log, first)
+    return log
+
+
+def test_a_stage_under_dvc_logs_itself_and_the_last_planned_one_ends_with_the_summary(tmp_path, monkeypatch, capsys):
+    plan = [{"stage": "a", "runs": "yes", "seconds": 5.0},
+            {"stage": "report", "runs": "yes", "seconds": None, "metrics": ["reports/metrics.json"]}]
+    log = _under_dvc(tmp_path, monkeypatch, {"command": ["dvc", "repro"], "plan": plan})
+    with stage_progress("a"):
+        assert re.fullmatch(r"spanft: stage 1 of 2: a · 5 s in · about 5 s left \+ 1 stage never timed\n",
+                            capsys.readouterr().err)
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "metrics.json").write_text(json.dumps({"glue": {"tiny": {"average": {"diff": 0.0791}}}}))
+    with stage_progress("report"):
+        pass
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("spanft: stage 2 of 2: report · ")
+    assert err[0].endswith(" · time left not known: 1 stage never timed")
+    assert re.fullmatch(r"spanft: done: dvc repro: 2 stages in \d+ s", err[1])
+    assert err[2] == "spanft: SF − baseline, mean dev main metric x 100: glue tiny average +7.9"
+    assert err[3].startswith("spanft: reports: reports/index.md")
+    assert set(json.loads((tmp_path / FOLDER / TIMES).read_text())) == {"a", "report"}
+    assert [(r.get("start"), r.get("end"), r.get("status")) for r in progress.read_records(log)[1:]] == [
+        ("a", None, None), (None, "a", 0), ("report", None, None), (None, "report", 0)]
+
+
+def test_a_failed_stage_keeps_no_time_and_dvc_q_keeps_the_lines_quiet(tmp_path, monkeypatch, capsys):
+    log = _under_dvc(tmp_path, monkeypatch, {"command": ["dvc", "repro", "-q"], "quiet": True,
+                                             "plan": [{"stage": "a", "runs": "yes", "seconds": None}]})
+    with pytest.raises(KeyError), stage_progress("a"):
+        raise KeyError("the stage failed")
+    assert capsys.readouterr().err == ""
+    assert progress.read_records(log)[-1]["status"] == 1
+    assert not (tmp_path / FOLDER / TIMES).exists()
+
+
+def test_a_script_run_by_hand_says_nothing(tmp_path, monkeypatch, capsys):
+    (tmp_path / ".dvc").mkdir()
+    monkeypatch.setenv("DVC_ROOT", str(tmp_path))
+    with stage_progress("a"):  # this test's process has no dvc above it
+        pass
+    assert capsys.readouterr().err == "" and not (tmp_path / FOLDER).exists()
+
+
+# ------------------------------------------------------------------------------------------- spanft status
+
+
+def _running_session(root: Path) -> Path:
+    """A session log named after this test's own process (alive) as if it were dvc."""
+    me = psutil.Process()
+    path = session_log(root / FOLDER, me.pid, me.create_time())
+    path.parent.mkdir(parents=True)
+    started = me.create_time()
+    records = [{"command": ["dvc", "exp", "run"], "plan": PLAN}, {"start": "a", "at": started + 10},
+               {"end": "a", "at": started + 70, "status": 0}, {"start": "c", "at": started + 80}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def test_status_of_a_running_session(tmp_path, capsys):
+    _running_session(tmp_path)
+    started = psutil.Process().create_time()
+    assert status_lines(tmp_path, now=started + 100) == [
+        f"dvc exp run (pid {os.getpid()}): stage 2 of at most 4: c · 1 min 40 s in · about 40 s left + "
+        f"1 stage never timed"]
+    assert main(["status", "--root", str(tmp_path)]) == 0
+    assert f"dvc exp run (pid {os.getpid()}): stage 2 of at most 4: c · " in capsys.readouterr().out
+
+
+def test_status_when_none_runs(tmp_path, capsys):
+    path = _running_session(tmp_path)
+    me = psutil.Process()
+    path.rename(session_log(path.parent, me.pid, me.create_time() - 5))  # the pid, not the process started then
+    assert main(["status", "--root", str(tmp_path)]) == 0
+    assert capsys.readouterr().out == "no dvc repro or dvc exp run is running here\n"
+
+
+def test_status_outside_a_dvc_project_is_one_line(tmp_path, capsys):
+    assert main(["status", "--root", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.strip() == f"spanft: error: {tmp_path}: not inside a DVC project (no .dvc " \
+                                              f"folder); give --root"
+
+
+def test_status_of_a_dvc_that_has_started_no_stage_yet(tmp_path, capsys):
+    """Before its first stage, dvc has written no log (it is checking what changed): found among the processes."""
+    (tmp_path / ".dvc").mkdir()
+    fake = tmp_path / "bin" / "dvc"  # a process whose command line reads `python .../dvc repro dictionary`
+    fake.parent.mkdir()
+    fake.write_text("import time\ntime.sleep(60)\n", encoding="utf-8")
+    process = subprocess.Popen([sys.executable, str(fake), "repro", "dictionary"], cwd=tmp_path)
+    try:
+        for _ in range(100):  # until its command line is the script's
+            if psutil.Process(process.pid).cmdline()[1:2] == [str(fake)]:
+                break
+            time.sleep(0.02)
+        assert main(["status", "--root", str(tmp_path)]) == 0
+        shown = capsys.readouterr().out
+        expected = rf"dvc repro dictionary \(pid {process.pid}\): \d+ s in, no stage started yet\n"
+        assert re.fullmatch(expected, shown), shown
+    finally:
+        process.kill()
+        process.wait()
