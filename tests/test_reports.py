@@ -518,7 +518,8 @@ def test_training_curves_gather_each_runs_dvclive_files(tree, caplog):
     assert len(curves) == 2 * len(GLUE_TASKS) * 2 * len(SEEDS)  # epochs x tasks x variants x seeds
     row = curves[(curves["run"] == "glue/tiny/cola/sf/seed2") & (curves["epoch"] == 2)].iloc[0]
     assert (row["step"], row["metric"], row["seed"]) == (10, "MCC", 2)
-    assert row["train_loss"] == pytest.approx(curve_loss(2, 2)) and row["dev_loss"] == pytest.approx(curve_loss(2, 2) + 0.1)
+    assert row["train_loss"] == pytest.approx(curve_loss(2, 2))
+    assert row["dev_loss"] == pytest.approx(curve_loss(2, 2) + 0.1)
     dev = read_metrics(tree, "glue", "tiny", "cola", "sf", 2)["metrics"]["validation"]["mcc"]
     assert row["dev_score"] == pytest.approx(100 * dev, abs=1e-6)
     mnli = curves[(curves["task"] == "mnli") & (curves["epoch"] == 2)]  # scored on the selection split (matched)
