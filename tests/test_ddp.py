@@ -112,13 +112,17 @@ def _read_tsv(path: Path) -> pd.DataFrame:
 
 
 def _assert_one_complete_run(out: Path, result: subprocess.CompletedProcess) -> dict:
-    """One metrics.json, no temporary leftovers, checkpoints cleared, the summary printed once."""
-    assert [p.relative_to(out.parent) for p in out.parent.rglob("metrics.json")] == [Path(out.name) / "metrics.json"]
+    """One metrics.json (and its curves' summary), no temporary leftovers, checkpoints cleared, the summary
+    printed once."""
+    assert sorted(p.relative_to(out.parent) for p in out.parent.rglob("metrics.json")) == \
+        [Path(out.name) / "dvclive" / "metrics.json", Path(out.name) / "metrics.json"]
     assert not [p.name for p in out.parent.iterdir() if p.name.endswith(".tmp")]
     assert not Path(f"{out}.checkpoints").exists()
     assert sum(line.startswith("finetune:") for line in result.stdout.splitlines()) == 1
     summary = json.loads((out / "metrics.json").read_text())
     assert summary["device"].endswith(f"x {PROCESSES} processes")
+    logged = _read_tsv(out / "dvclive" / "plots" / "metrics" / "train" / "loss.tsv")  # by the main process, once
+    assert logged["loss"].astype(float).tolist() == [row["train_loss"] for row in summary["history"]]
     return summary
 
 

@@ -3,8 +3,10 @@ a page that loads nothing from the network (``.dvc/plots/offline.html``, ``scrip
 
 from __future__ import annotations
 
+import csv
 import html.parser
 import importlib.util
+import io
 import json
 import re
 import shutil
@@ -29,6 +31,16 @@ tiny,cola,MCC,random,20000,27.8
 tiny,cola,MCC,random,100000,25.0
 """
 SPANS = "task,dict_size,mean_spans\nmrpc,0,9.1\nmrpc,20000,6.5\ncola,0,8.0\ncola,20000,5.0\n"
+CURVES = """study,backbone,task,variant,seed,run,step,epoch,train_loss,dev_loss,metric,dev_score
+glue,tiny,mrpc,baseline,1,glue/tiny/mrpc/baseline/seed1,3,1.000000,0.70,0.66,F1,70.1
+glue,tiny,mrpc,baseline,1,glue/tiny/mrpc/baseline/seed1,6,2.000000,0.60,0.64,F1,72.5
+glue,tiny,mrpc,sf,1,glue/tiny/mrpc/sf/seed1,3,1.000000,0.68,0.65,F1,71.0
+glue,tiny,mrpc,sf,1,glue/tiny/mrpc/sf/seed1,6,2.000000,0.55,0.62,F1,74.0
+glue,tiny,cola,sf,2,glue/tiny/cola/sf/seed2,5,1.000000,0.61,0.60,MCC,20.0
+glue,tiny,cola,sf,2,glue/tiny/cola/sf/seed2,10,2.000000,0.50,0.58,MCC,31.0
+glue,tiny,cola,sf,2,glue/tiny/cola/sf/seed2,15,3.000000,0.45,0.59,MCC,33.0
+"""
+RUNS_DRAWN = 3  # CURVES' runs: a line each in both training plots
 
 
 class _Loads(html.parser.HTMLParser):
@@ -81,6 +93,7 @@ def shown(tmp_path_factory) -> Path:
     (root / "reports/plots").mkdir(parents=True)
     (root / "reports/plots/dictsize_score.csv").write_text(SCORES, encoding="utf-8")
     (root / "reports/plots/spans_per_sentence.csv").write_text(SPANS, encoding="utf-8")
+    (root / "reports/plots/training_curves.csv").write_text(CURVES, encoding="utf-8")
     done = subprocess.run(["dvc", "plots", "show", "-o", "out"], cwd=root, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
     return root / "out" / "index.html"
@@ -94,7 +107,7 @@ def _specs(page: Path) -> dict[str, dict]:
 def test_dvc_plots_show_draws_ngram_against_random_per_task(shown):
     assert _loads(shown.read_text(encoding="utf-8")) == []
     specs = _specs(shown)
-    assert set(specs) == {"Figure 3", "Figure 4"}  # each file once: no second, output-level definition
+    assert set(specs) == {"Figure 3", "Figure 4", "Training loss per epoch", "Dev score per epoch"}  # each once
     four = specs["Figure 4"]
     assert four["encoding"]["strokeDash"]["field"] == "segmentation"
     assert four["encoding"]["color"]["field"] == "task (metric, backbone)"
@@ -112,7 +125,24 @@ def test_a_headless_browser_draws_every_line_with_the_network_cut(shown):
                            shown.as_uri()], capture_output=True, text=True, timeout=120)
     dom = done.stdout
     assert done.returncode == 0 and 'class="vega-embed' in dom, done.stderr[-2000:]
-    assert dom.count('aria-roledescription="line mark"') == 2 * 2 + 2  # Figure 4: task x method; Figure 3: tasks
+    # Figure 4: task x method; Figure 3: tasks; the training plots: a line per run each
+    assert dom.count('aria-roledescription="line mark"') == 2 * 2 + 2 + 2 * RUNS_DRAWN
     for label in (">n-gram (solid)<", ">random (dashed)<", ">mrpc (F1, tiny)<", ">cola (MCC, tiny)<"):
         assert label in dom, label
     assert "titled 'dictionary size (n-grams kept)'" in dom
+    assert ">mrpc (F1)<" in dom and ">cola (MCC)<" in dom and ">glue tiny sf<" in dom  # panels, legend
+
+
+def test_dvc_plots_show_draws_every_runs_training_curve_per_task(shown):
+    specs = _specs(shown)
+    rows = list(csv.DictReader(io.StringIO(CURVES)))
+    for title, column, label in (("Training loss per epoch", "train_loss", "training loss"),
+                                 ("Dev score per epoch", "dev_score", "dev score")):
+        spec = specs[title]
+        assert spec["facet"]["field"] == "task (metric)"  # a panel per task: scores and losses differ in scale
+        inner = spec["spec"]["encoding"]
+        assert inner["x"]["field"] == "epoch" and inner["x"]["title"] == "epoch"
+        assert inner["y"]["field"] == column and inner["y"]["title"].startswith(label)
+        assert {"field": "run", "type": "nominal"} in inner["detail"]  # one line per run
+        drawn = spec["data"]["values"]
+        assert [(v["run"], v["epoch"], v[column]) for v in drawn] == [(r["run"], r["epoch"], r[column]) for r in rows]

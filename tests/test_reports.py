@@ -155,6 +155,26 @@ def _write_run(root: Path, study: str, backbone: str, task_name: str, variant: s
                                           "digest": "0123456789abcdef0123"},
                              "data": {"source": "synthetic", "digest": f"{task_name}-digest"}}
     (path / "metrics.json").write_text(json.dumps(summary, indent=2), encoding="utf-8")
+    if study == "glue":  # the other studies' runs have no curves (written before runs logged them)
+        _write_curves(path, task, metrics[task.selection_split][task.main_metric])
+
+
+def curve_loss(epoch: int, seed: int) -> float:
+    return round(1.0 / (epoch + seed), 6)
+
+
+def _write_curves(path: Path, task, last_score: float) -> None:
+    """DVCLive's files as a run logs them: 2 epochs of 5 steps; the dev metric ends at ``last_score``."""
+    seed = int(path.name.removeprefix("seed"))
+    rows = {"epoch": [(5, 1.0), (10, 2.0)],
+            "train/loss": [(5 * e, curve_loss(e, seed)) for e in (1, 2)],
+            "eval/loss": [(5 * e, curve_loss(e, seed) + 0.1) for e in (1, 2)],
+            f"eval/{task.main_metric}": [(5, last_score / 2), (10, last_score)]}
+    for name, values in rows.items():
+        file = path / "dvclive" / "plots" / "metrics" / f"{name}.tsv"
+        file.parent.mkdir(parents=True, exist_ok=True)
+        column = name.rsplit("/", 1)[-1]
+        file.write_text(f"step\t{column}\n" + "".join(f"{step}\t{value!r}\n" for step, value in values))
 
 
 CONTENDED_RUN = ("glue", "qqp", "sf", 2)  # this run's steps waited for a core: Table 3 draws nothing from QQP
@@ -280,8 +300,8 @@ def best_seed(root: Path, study: str, task: str, variant: str) -> int:
 EXPECTED_FILES = (
     [f"tables/table{n}.{ext}" for n in range(1, 9) for ext in ("md", "csv", "tex")]
     + ["figures/figure2.md"] + [f"figures/figure{n}.{ext}" for n in (3, 4) for ext in ("png", "pdf")]
-    + ["plots/spans_per_sentence.csv", "plots/dictsize_score.csv", "metrics.json", "index.md",
-       "tables/verdicts.csv", "tables/paper_values.csv"]
+    + ["plots/spans_per_sentence.csv", "plots/dictsize_score.csv", "plots/training_curves.csv", "metrics.json",
+       "headline.json", "index.md", "tables/verdicts.csv", "tables/paper_values.csv"]
 )
 
 
@@ -488,6 +508,62 @@ def test_figure_data_and_metrics(tree):
     assert cola_glue["diff"] == pytest.approx(cola_glue["sf"] - cola_glue["baseline"], abs=2e-6)
     assert set(metrics) == {"profile", "glue", "backbones", "snli", "ner"}
     assert "average" in metrics["glue"]["tiny"]
+
+
+def test_training_curves_gather_each_runs_dvclive_files(tree, caplog):
+    from spanft.report.curves import training_curves
+
+    curves = pd.read_csv(tree / "out/plots/training_curves.csv")
+    assert set(curves["study"]) == {"glue"}  # the only runs with curves
+    assert len(curves) == 2 * len(GLUE_TASKS) * 2 * len(SEEDS)  # epochs x tasks x variants x seeds
+    row = curves[(curves["run"] == "glue/tiny/cola/sf/seed2") & (curves["epoch"] == 2)].iloc[0]
+    assert (row["step"], row["metric"], row["seed"]) == (10, "MCC", 2)
+    assert row["train_loss"] == pytest.approx(curve_loss(2, 2))
+    assert row["dev_loss"] == pytest.approx(curve_loss(2, 2) + 0.1)
+    dev = read_metrics(tree, "glue", "tiny", "cola", "sf", 2)["metrics"]["validation"]["mcc"]
+    assert row["dev_score"] == pytest.approx(100 * dev, abs=1e-6)
+    mnli = curves[(curves["task"] == "mnli") & (curves["epoch"] == 2)]  # scored on the selection split (matched)
+    scores = [read_metrics(tree, "glue", "tiny", "mnli", r.variant, r.seed)["metrics"]["validation_matched"]["accuracy"]
+              for r in mnli.itertuples()]
+    assert mnli["dev_score"].tolist() == pytest.approx([100 * s for s in scores], abs=1e-6)
+    with caplog.at_level(logging.WARNING, logger="spanft"):
+        training_curves(plan_of(PARAMS), tree / "runs")
+    others = sum(1 for run in plan_of(PARAMS).runs() if run.study != "glue")
+    assert f"report: {others} runs without training curves (dvclive/)" in caplog.text
+
+
+@pytest.mark.parametrize("content", ["step\tloss\n3\t0.5\n3\t0.4\n", "step\tvalue\n3\t0.5\n", "\x00\x01"])
+def test_a_damaged_curve_file_is_one_line_naming_it(tmp_path, content):
+    from spanft.data.curves import read_curves
+
+    path = tmp_path / "dvclive" / "plots" / "metrics" / "train" / "loss.tsv"
+    path.parent.mkdir(parents=True)
+    path.write_text(content)
+    with pytest.raises(SpanftError, match=re.escape(str(path))) as info:
+        read_curves(tmp_path / "dvclive")
+    assert "\n" not in str(info.value)
+
+
+def test_headline_holds_each_tables_printed_gain(tree):
+    """headline.json (`dvc exp show`'s columns) against two independent readings: the verdict lines the tables
+    print, and the tables' CSV gains (unrounded)."""
+    out = tree / "out"
+    headline = json.loads((out / "headline.json").read_text())
+    assert list(headline) == ["t1", "t4", "t5", "t6", "t7", "t8"]  # tables 2 and 3 judge counts and costs
+    assert list(headline["t7"]) == ["vs-cnn-max", "vs-attention-max"]  # several comparisons: one entry each
+    printed = re.compile(r"^- \*\*[^*]+\*\* — .*?: ([+-]\d+\.\d+) pp, (?:example-level )?95% CI \[([^,]+), ([^\]]+)\]")
+    for key, entries in headline.items():
+        entries = list(entries.values()) if "gain" not in entries else [entries]
+        markdown = (out / f"tables/table{key[1:]}.md").read_text()
+        lines = [printed.match(line) for line in markdown.splitlines() if line.startswith("- **")]
+        assert [(float(m[1]), float(m[2]), float(m[3])) for m in lines if m] == \
+            [(e["gain"], e["low"], e["high"]) for e in entries], key
+        gains = pd.read_csv(out / f"tables/table{key[1:]}.csv").dropna(subset=["gain_pct"])
+        for entry in entries:
+            close = (gains["gain_pct"] - entry["gain"]).abs().le(0.05 + 1e-6) \
+                & (gains["ci_low_pct"] - entry["low"]).abs().le(0.05 + 1e-6) \
+                & (gains["ci_high_pct"] - entry["high"]).abs().le(0.05 + 1e-6)
+            assert close.any(), (key, entry)
 
 
 def test_figure2_brackets_spans_of_present_methods(tree):

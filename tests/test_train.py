@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -86,14 +87,35 @@ def _without_time(metrics: dict) -> dict:
     return {k: v for k, v in metrics.items() if k not in (*MEASURED_KEYS, "resumed_from")}
 
 
+def _curve_files(run: Path) -> dict[str, bytes]:
+    """Every file of a run's DVCLive directory, by relative path."""
+    folder = run / "dvclive"
+    return {p.relative_to(folder).as_posix(): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def _curve(run: Path, name: str) -> list[tuple[int, float]]:
+    """(step, value) rows of one DVCLive metric file, read with the csv module (not spanft's reader)."""
+    with open(run / "dvclive" / "plots" / "metrics" / f"{name}.tsv", encoding="utf-8", newline="") as handle:
+        rows = list(csv.reader(handle, delimiter="\t"))
+    assert rows[0] == ["step", name.rsplit("/", 1)[-1]]
+    return [(int(step), float(value)) for step, value in rows[1:]]
+
+
 # --------------------------------------------------------------------------------------------- outputs
 
 
-def test_run_writes_complete_metrics_and_predictions(workspace, reference):
+def test_run_writes_complete_metrics_and_predictions(workspace, reference, tmp_path, monkeypatch):
     from sklearn.metrics import accuracy_score
 
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "0"],
+                   cwd=tmp_path, check=True)
+    monkeypatch.chdir(tmp_path)  # in a git repository without DVC: DVCLive's own Live would `dvc init` it
     options = _options(workspace, "runs/complete", seed=5)
     summary = run_finetune(options)
+    assert not (tmp_path / ".dvc").exists()
+    assert subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=tmp_path, capture_output=True,
+                          text=True, check=True).stdout == ""
     out = Path(options.out)
     on_disk = json.loads((out / "metrics.json").read_text())
     assert on_disk == summary
@@ -134,6 +156,18 @@ def test_run_writes_complete_metrics_and_predictions(workspace, reference):
             # the metric in metrics.json is the accuracy of the written predictions (independent oracle)
             assert summary["metrics"][split]["accuracy"] == pytest.approx(accuracy_score(gold, tsv["pred"]))
     assert not options.checkpoint_path().exists(), "checkpoints are removed after success"
+    # DVCLive's curves, one row per Trainer log (once per epoch) at its optimizer step: what metrics.json's
+    # history holds, and nothing measured on the clock, no TrainingArguments dump, no dvc.yaml
+    steps_per_epoch = steps // 2
+    assert set(_curve_files(out)) == {"metrics.json", *(f"plots/metrics/{name}.tsv" for name in (
+        "epoch", "train/loss", "train/grad_norm", "train/learning_rate", "eval/loss", "eval/accuracy"))}
+    history = summary["history"]
+    at_epochs = [steps_per_epoch * row["epoch"] for row in history]
+    assert _curve(out, "epoch") == [(step, row["epoch"]) for step, row in zip(at_epochs, history)]
+    for name, key in (("train/loss", "train_loss"), ("eval/loss", "eval_loss"), ("eval/accuracy", "eval_accuracy")):
+        assert _curve(out, name) == [(step, row[key]) for step, row in zip(at_epochs, history)], name
+    latest = json.loads((out / "dvclive" / "metrics.json").read_text())
+    assert latest["step"] == steps and latest["eval"]["accuracy"] == history[-1]["eval_accuracy"]
 
 
 @pytest.fixture(scope="module")
@@ -177,6 +211,7 @@ def test_same_seed_gives_identical_runs_on_cpu(workspace, reference):
     again = run_finetune(_options(workspace, "runs/again"))
     assert _without_time(again) == _without_time(reference)
     assert _same_predictions(workspace, "again", "reference")
+    assert _curve_files(workspace / "runs/again") == _curve_files(workspace / "runs/reference")
 
 
 class _StopAfterFirstCheckpoint(TrainerCallback):
@@ -184,16 +219,26 @@ class _StopAfterFirstCheckpoint(TrainerCallback):
         raise KeyboardInterrupt("simulated kill after the first checkpoint")
 
 
+class _StopInSecondEvaluation(TrainerCallback):
+    def on_evaluate(self, args, state, control, **kwargs):
+        if state.epoch >= 2:
+            raise KeyboardInterrupt("simulated kill after epoch 2's logs, before its checkpoint")
+
+
 def test_killed_run_resumes_from_its_checkpoint_and_ends_like_an_uninterrupted_one(workspace, reference):
     options = _options(workspace, "runs/resumed", checkpoint_dir=str(workspace / "ckpt/resumed"))
     with pytest.raises(KeyboardInterrupt):
-        run_finetune(replace(options, extra_callbacks=[_StopAfterFirstCheckpoint()]))
+        run_finetune(replace(options, extra_callbacks=[_StopInSecondEvaluation()]))
     assert not (workspace / "runs/resumed/metrics.json").exists()
     assert [p.name for p in (workspace / "ckpt/resumed").glob("checkpoint-*")] == ["checkpoint-3"]
+    # epoch 2 was logged (the curve, live beside the checkpoints, has its step) but never checkpointed
+    assert [step for step, _ in _curve(workspace / "ckpt/resumed", "train/loss")] == [3, 6]
     resumed = run_finetune(options)
     assert resumed["resumed_from"] == "checkpoint-3"
     assert _without_time(resumed) == _without_time(reference)
     assert _same_predictions(workspace, "resumed", "reference")
+    # the curve continues from the checkpoint: epoch 2 once, as the uninterrupted run logged it
+    assert _curve_files(workspace / "runs/resumed") == _curve_files(workspace / "runs/reference")
     assert not (workspace / "ckpt/resumed").exists()
 
 
@@ -209,6 +254,7 @@ def test_a_wall_clock_checkpoint_mid_epoch_resumes_to_the_uninterrupted_run(work
     assert resumed["resumed_from"] == "checkpoint-1"
     assert _without_time(resumed) == _without_time(reference)
     assert _same_predictions(workspace, "midepoch", "reference")
+    assert _curve_files(workspace / "runs/midepoch") == _curve_files(workspace / "runs/reference")
 
 
 def test_a_run_told_to_keep_its_checkpoints_marks_itself_finished(workspace, monkeypatch):

@@ -15,7 +15,8 @@ def add_finetune(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--variant", required=True, help="baseline | sf | cnn-noseg | random-seg | chunker-seg")
     p.add_argument("--seed", type=int, default=None, help="default 1")
     p.add_argument("--data", required=True, help="prepared (baseline, cnn-noseg) or segmented task directory")
-    p.add_argument("--out", required=True, help="run directory: metrics.json, predictions/<split>.tsv")
+    p.add_argument("--out", required=True,
+                   help="run directory: metrics.json, predictions/<split>.tsv, dvclive/ (the training curves)")
     p.add_argument("--checkpoint-dir", default=None, help="per-epoch checkpoints (default: <out>.checkpoints)")
     p.add_argument("--encoder", default=None, help="cnn-cnn (default) | cnn-max | attention-max | attention-attention")
     p.add_argument("--head", default=None, help="concat (default) | span-only | cls-only")

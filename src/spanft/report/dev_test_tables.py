@@ -77,7 +77,8 @@ def dev_test_table(context: ReportContext, number: int, title: str, study: str, 
             paper, who = _paper_difference(context, paper_table, backbone, first, second, "dev", stand_in=True)
             verdicts.append(Verdict(number, context.backbone_label(backbone), row["Method"],
                                     f"{spec.name} dev {METRIC_NAMES[metric]}", dev, len(seeds), paper,
-                                    f"dev, {who}", synthetic=context.synthetic))
+                                    f"dev, {who}", synthetic=context.synthetic, backbone=backbone,
+                                    versus=first.key))
     notes = [f"{spec.name} {METRIC_NAMES[metric]} x 100 on the {splits['dev']} (dev) and test splits; "
              f"{_seeds_words(len(seeds))}. {_difference_words(context.synthetic)}",
              "Test: metrics.json when it scores the split, else the test predictions scored when they carry "

@@ -266,7 +266,7 @@ def _verdict(context: ReportContext, number: int, backbone: str, columns: list[C
     paper_gain, paper_scope, extra = _paper_gain(context, backbone, scope, paper_table)
     return Verdict(number, context.backbone_label(backbone), "SF − baseline",
                    f"the mean of {count_of(len(scope), 'dev column')} ({names}{rule})", result, len(seeds), paper_gain,
-                   paper_scope, extra, context.synthetic)
+                   paper_scope, extra, context.synthetic, backbone)
 
 
 def _paper_gain(context: ReportContext, backbone: str, scope: list[Column], paper_table: PaperTable | None):

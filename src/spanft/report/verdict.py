@@ -102,6 +102,8 @@ class Verdict:
     paper_scope: str  # the paper's split and rows
     extra: str = ""
     synthetic: bool = False  # synthetic task data: no verdict on the paper
+    backbone: str = ""  # our backbone's key (``subject`` is its label)
+    versus: str = "baseline"  # the method the gain is over (Table 7: the other encoder)
 
     @property
     def gain(self) -> float:

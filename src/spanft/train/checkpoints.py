@@ -19,6 +19,7 @@ from pathlib import Path
 import torch.distributed as dist
 from transformers import TrainerCallback
 
+from spanft.data.curves import CURVES_DIR
 from spanft.data.registry import TaskSpec
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open, check_output_location
@@ -233,8 +234,9 @@ def clear_checkpoints(directory: Path) -> None:
 
 
 def _remove_our_files(directory: Path) -> None:
-    """The run's checkpoints, tensorboard leftovers of older transformers, then the marker (last)."""
-    for child in [*directory.glob("checkpoint-*"), *directory.glob("runs")]:
+    """The run's checkpoints, its training curves, tensorboard leftovers of older transformers, then the marker
+    (last)."""
+    for child in [*directory.glob("checkpoint-*"), *directory.glob(CURVES_DIR), *directory.glob("runs")]:
         shutil.rmtree(child, ignore_errors=True)
     (directory / FINISHED_FILE).unlink(missing_ok=True)
     (directory / RUN_MARKER).unlink(missing_ok=True)

@@ -4,8 +4,9 @@ Variants: ``baseline`` (plain fine-tuning, [CLS] head), ``sf`` (span fine-tuning
 ``cnn-noseg`` (the same CNNs over all tokens, no segmentation: the paper's "+CNN"), ``random-seg`` and
 ``chunker-seg`` (sf on random / chunker spans; the data directory decides which spans those are).
 
-Outputs: ``<out>/predictions/<split>.tsv`` for every eval and test split present and
-``<out>/metrics.json``, written last. Train and the dev splits must be in the data directory; a test split that
+Outputs: ``<out>/predictions/<split>.tsv`` for every eval and test split present, ``<out>/dvclive/`` (the
+training curves, logged by DVCLive while the run trains: :mod:`spanft.train.curves`) and ``<out>/metrics.json``,
+written last. Train and the dev splits must be in the data directory; a test split that
 is absent (many users hold GLUE train/dev only) means no test predictions: ``metrics.json`` lists the splits
 the run had and those it lacked (``splits``), and the inputs it read (``inputs``: the backbone's and the task
 data's provenance, :mod:`spanft.data.provenance`). The run directory is built beside ``<out>`` and renamed into place at the end, so an interrupted
@@ -29,6 +30,7 @@ import dataclasses
 import json
 import logging
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -38,6 +40,7 @@ from transformers import set_seed
 from transformers.trainer_utils import enable_full_determinism
 
 from spanft.data.columns import read_prepared
+from spanft.data.curves import CURVES_DIR
 from spanft.data.provenance import directory_digest, local_record, read_provenance
 from spanft.data.registry import TaskSpec
 from spanft.fileio import atomic_open, atomic_path
@@ -52,6 +55,7 @@ from spanft.train.checkpoints import (
     prepare_checkpoint_dir,
     wall_clock_saves,
 )
+from spanft.train.curves import TrainingCurves
 from spanft.train.finished import checkpoint_every_s, keep_finished_checkpoints, mark_finished
 from spanft.train.options import FinetuneOptions, span_config_for
 from spanft.train.precision import device_name
@@ -143,6 +147,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     start = time.perf_counter()
     selection = task.selection_split
     timer = StepTimer()
+    curves = options.checkpoint_path() / CURVES_DIR  # beside the checkpoints while it trains, then in the run
     trainer = SpanTrainer(
         model=model,
         args=args,
@@ -151,7 +156,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
         data_collator=SpanCollator(tokenizer, max_span_len=span_config.max_span_len),
         compute_metrics=selection_metrics(task, frames[selection]),
         callbacks=[ElapsedCallback(start, offset), timer, *wall_clock_saves(checkpoint_every_s()),
-                   *options.extra_callbacks],
+                   *([TrainingCurves(curves)] if main else []), *options.extra_callbacks],
     )
     phases.mark("build model")
     trainer.train(resume_from_checkpoint=resume)
@@ -178,7 +183,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
     summary["inputs"] = run_provenance(options.backbone, options.data, backbone)
     phases.mark("predict")
     if main:
-        write_run_directory(out, frames, written, summary)
+        write_run_directory(out, frames, written, summary, curves)
         if keep_finished_checkpoints():  # a fan-out job clears them once DVC has saved the run
             mark_finished(options.checkpoint_path(), out)
         else:
@@ -199,9 +204,12 @@ def _retire_previous_metrics(out: Path) -> None:
 
 
 def write_run_directory(out: Path, frames: dict[str, Any], written: dict[str, tuple[list[str], list[str]]],
-                        summary: dict) -> None:
-    """Predictions of every split, then metrics.json, built beside ``out`` and renamed into place."""
+                        summary: dict, curves: Path | None = None) -> None:
+    """Predictions of every split, the training curves (the DVCLive directory ``curves``), then metrics.json,
+    built beside ``out`` and renamed into place."""
     with atomic_path(out, made_by="finetune") as tmp:
+        if curves is not None:
+            shutil.copytree(curves, tmp / CURVES_DIR)
         (tmp / "predictions").mkdir(parents=True)
         for split, (gold, pred) in written.items():
             write_predictions(tmp / "predictions" / f"{split}.tsv", frames[split]["idx"], gold, pred)
