@@ -29,6 +29,7 @@ from spanft.params.progress import (
     session_log,
     stage_progress,
     status_lines,
+    summary_lines,
 )
 
 T0 = 1_000.0  # when dvc started
@@ -122,6 +123,25 @@ def test_the_summary_shows_each_study_s_gain_x100_and_where_the_reports_are(tmp_
     assert gains == "SF − baseline, mean dev main metric x 100: glue tiny average +7.9; ner tiny conll2003 n/a; " \
                     "snli tiny snli -5.0"
     assert where.startswith(f"reports: {metrics.parent / 'index.md'}")
+
+
+def test_the_summary_prefers_the_headline_file_gains_with_their_intervals(tmp_path):
+    reports = tmp_path / "reports"
+    reports.mkdir()
+    (reports / "headline.json").write_text(json.dumps({
+        "t1": {"gain": 7.9, "low": 6.4, "high": 9.5},
+        "t7": {"vs-cnn-max": {"gain": 2.2, "low": -0.2, "high": 4.7}, "vs-x": {"gain": 3.0, "low": 0.0, "high": 6.2}}}))
+    (reports / "metrics.json").write_text(json.dumps({"glue": {"tiny": {"average": {"diff": 0.079}}}, "profile": "e"}))
+    gains, where = headline_lines(reports / "headline.json")
+    assert gains == "gain (SF − baseline, x 100) [95% interval]: t1 +7.9 [+6.4, +9.5]; t7.vs-cnn-max +2.2 [-0.2, +4.7]; " \
+                    "t7.vs-x +3.0 [+0.0, +6.2]"
+    records = [{"plan": [{"stage": "report", "metrics": [str(reports / "headline.json"), str(reports / "metrics.json")]}]},
+               {"start": "report", "at": 1.0}, {"end": "report", "at": 2.0, "status": 0}]
+    lines = summary_lines(records, progress_of(records, 0.0, 2.0), "dvc repro")
+    assert lines[1:] == [gains, where]
+    assert headline_lines(reports / "metrics.json")[0] == "SF − baseline, mean dev main metric x 100: glue tiny average +7.9"
+    (reports / "odd.json").write_text(json.dumps({"glue": 3, "x": {"y": 2.0}, "z": {"w": {"r": {"diff": "a"}}}}))
+    assert headline_lines(reports / "odd.json")[0] == "SF − baseline, mean dev main metric x 100: z w r n/a"
 
 
 def _under_dvc(root: Path, monkeypatch, first: dict) -> Path:

@@ -456,39 +456,62 @@ def stage_ended(run: StageRun, status: int) -> None:
 
 
 def summary_lines(records: list[dict], p: Progress, command: str) -> list[str]:
-    """What the session did, and for each metrics file of a stage that ran (the report's), its headline gains
-    and where the reports are."""
+    """What the session did, and for the metrics of a stage that ran (the report's: its headline file where it
+    declares one, else its metrics file), the headline gains and where the reports are."""
     lines = [f"done: {command}: {count_of(p.done, 'stage')} in {duration(p.elapsed)}"]
     ran = {r["end"] for r in records if "end" in r and r.get("status") == 0}
     plan = next((r["plan"] for r in records if "plan" in r), None) or []
     for entry in plan:
-        if entry["stage"] in ran:
-            for metrics in entry.get("metrics", []):
-                lines += headline_lines(Path(metrics))
+        files = [Path(m) for m in entry.get("metrics", [])] if entry["stage"] in ran else []
+        chosen = [f for f in files if f.name == HEADLINE] or files[:1]
+        lines += [line for f in chosen for line in headline_lines(f)]
     return lines
 
 
+HEADLINE = "headline.json"  # the report's gains with their intervals, x 100 (report/build.py)
+
+
 def headline_lines(metrics: Path) -> list[str]:
-    """SF − baseline per study and backbone from the report's metrics (the GLUE-style average where there is
-    one), and where the reports are."""
+    """The headline gains and where the reports are: from ``headline.json`` each table's gain and 95% interval
+    (x 100 as printed), else SF − baseline per study and backbone from the report's metrics (the GLUE-style
+    average where there is one). A file of another shape gives no gains, never an error."""
     try:
         tree = json.loads(metrics.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
+    if not isinstance(tree, dict):
+        return []
+    if metrics.name == HEADLINE:
+        gains = _interval_gains(tree, "")
+        head = "gain (SF − baseline, x 100) [95% interval]: "
+    else:
+        gains = _study_gains(tree)
+        head = "SF − baseline, mean dev main metric x 100: "
+    folder = metrics.parent
+    return [f"{head}{'; '.join(gains)}" if gains else "no headline gains",
+            f"reports: {folder / 'index.md'} (verdicts with their intervals), {folder / 'tables'}/, "
+            f"{folder / 'figures'}/"]
+
+
+def _interval_gains(tree: dict, prefix: str) -> list[str]:
+    if all(isinstance(tree.get(k), (int, float)) for k in ("gain", "low", "high")):
+        return [f"{prefix} {tree['gain']:+.1f} [{tree['low']:+.1f}, {tree['high']:+.1f}]"]
+    return [g for key, sub in tree.items() if isinstance(sub, dict)
+            for g in _interval_gains(sub, f"{prefix}.{key}" if prefix else str(key))]
+
+
+def _study_gains(tree: dict) -> list[str]:
     gains = []
     for study, backbones in sorted(tree.items()):
-        if not isinstance(backbones, dict):
-            continue
-        for backbone, rows in sorted(backbones.items()):
+        for backbone, rows in sorted(backbones.items()) if isinstance(backbones, dict) else []:
+            if not isinstance(rows, dict):
+                continue
             shown = {"average": rows["average"]} if "average" in rows else rows
             for row, pair in shown.items():
                 diff = pair.get("diff") if isinstance(pair, dict) else None
-                value = "n/a" if diff is None or not math.isfinite(diff) else f"{100 * diff:+.1f}"
-                gains.append(f"{study} {backbone} {row} {value}")
-    folder = metrics.parent
-    return [f"SF − baseline, mean dev main metric x 100: {'; '.join(gains)}" if gains else "no headline gains",
-            f"reports: {folder / 'index.md'} (verdicts with their intervals), {folder / 'tables'}/, "
-            f"{folder / 'figures'}/"]
+                ok = isinstance(diff, (int, float)) and math.isfinite(diff)
+                gains.append(f"{study} {backbone} {row} {f'{100 * diff:+.1f}' if ok else 'n/a'}")
+    return gains
 
 
 # ------------------------------------------------------------------------------------------- another terminal
