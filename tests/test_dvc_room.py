@@ -91,10 +91,12 @@ def test_a_nearly_full_disk_under_a_dvc_folder_is_named_with_its_free_bytes(tmp_
 
 
 def test_fanout_and_its_dvc_index_error_name_the_limit(tmp_path, monkeypatch, capsys):
-    """`spanft fanout` checks the head before any job, and DVC's sqlite error there uses the same line."""
+    """`spanft fanout` checks the head before any job (after the cache's write check, which names an unwritable
+    cache better), and DVC's sqlite error there uses the same line."""
     from spanft.cli import main
 
     project = _project(tmp_path / "head")
+    subprocess.run(["git", "init", "-q"], cwd=project, check=True)  # a head: checked after its job folder, cache
     monkeypatch.setenv("DVC_SITE_CACHE_DIR", str(tmp_path / "site"))
     monkeypatch.setattr(dvc_room, "file_size_limit", lambda: MiB)
     assert main(["fanout", "--root", str(project), "--executor", "local"]) == 2

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from spanft.params.progress import headline_lines
+
 ROOT = Path(__file__).resolve().parents[1]
 
 REDUCED = {
@@ -125,8 +127,9 @@ def test_each_stage_tells_its_place_and_the_graph_ends_with_a_summary(project):
     assert "\r" not in first.stdout + first.stderr
     summary = first.stderr[first.stderr.index("spanft: done: dvc repro: "):]
     assert re.match(rf"spanft: done: dvc repro: {len(ran)} stages in \d", summary), summary
-    assert re.search(r"^spanft: SF − baseline, mean dev main metric x 100: .*glue tiny average [+-]\d+\.\d;", summary,
-                     flags=re.MULTILINE), summary
+    gains = headline_lines(project / "reports" / "headline.json")[0]  # each table's gain and interval, x 100
+    assert re.match(r"gain \(SF − baseline, x 100\) \[95% interval\]: t1 [+-]\d+\.\d \[[+-]\d+\.\d, [+-]\d+\.\d\];", gains)
+    assert f"\nspanft: {gains}\n" in summary, summary
     assert "reports: reports/index.md" in summary
     times = json.loads((project / ".dvc" / "tmp" / "spanft-progress" / "stage-times.json").read_text())
     assert set(times) == set(ran)

@@ -49,7 +49,7 @@ def fanout(args: argparse.Namespace) -> int:
     from dvc.exceptions import DvcException
 
     from spanft.cluster.fanout import fanout
-    from spanft.params.dvc_room import check_dvc_room, index_failed
+    from spanft.params.dvc_room import index_failed
     from spanft.params.plan import load_plan
 
     root = logical_path(args.root)
@@ -59,7 +59,6 @@ def fanout(args: argparse.Namespace) -> int:
     settings = settings.with_overrides(**overrides).checked("command line")
     if args.jobs is not None and args.jobs < 1:
         raise SpanftError(f"--jobs must be at least 1, found {args.jobs}")
-    check_dvc_room(root)  # before any job: DVC's index and cache need room in the head
     try:
         return fanout(root, settings, args.jobs, args.allow_dirty, args.join)
     except DvcException as error:  # not a DVC project, a dvc.yaml or dvc.lock DVC cannot read, ...

@@ -52,6 +52,7 @@ from spanft.cluster.tracking import (
 from spanft.cluster.workspace import HeadState, cache_dir, git, head_state, snapshot
 from spanft.errors import SpanftError
 from spanft.params.cluster import ClusterSettings
+from spanft.params.dvc_room import check_dvc_room
 from spanft.params.plan import load_plan
 from spanft.threads import SHARING_ENV, thread_count
 
@@ -181,6 +182,7 @@ def check_before_spending(root: Path, settings: ClusterSettings, executor: str, 
         preflight.check_scheduler()
         preflight.check_resources(settings)
     preflight.check_cache(cache_dir(root))
+    check_dvc_room(root)  # DVC's index and cache need room in the head (after the cache's write: the better cause)
     log.info("fanout: checked the time limit, %s, the job folder and the DVC cache (%.1f s)",
              "the scheduler and the jobs' resources" if executor == "slurm" else "local processes",
              time.perf_counter() - started)
