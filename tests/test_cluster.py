@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from spanft.cluster.fanout import executor_name, job_cores
+from spanft.cluster.executors import executor_name, job_cores
 from spanft.cluster.workspace import head_state, prepare_workspace, snapshot
 from spanft.errors import SpanftError
 from spanft.params.cluster import ClusterSettings
@@ -70,7 +70,7 @@ def test_local_jobs_share_the_cores_this_process_may_use_not_the_machines(monkey
 
 
 def test_local_gpu_jobs_get_the_callers_gpus_and_no_more_jobs_than_they_go_round(monkeypatch, tmp_path):
-    from spanft.cluster.fanout import local_slots, slot_gpus
+    from spanft.cluster.executors import local_slots, slot_gpus
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "4,5,GPU-8f3a")  # what the caller was given, in its numbering
     settings = ClusterSettings(gpus_per_job=1)
@@ -211,7 +211,7 @@ def test_a_clean_exit_waits_for_its_result_file_before_it_counts_as_failed(tmp_p
 
 
 def test_a_stage_whose_earlier_job_still_runs_is_not_sent_again(tmp_path):
-    from spanft.cluster.fanout import still_running
+    from spanft.cluster.watching import still_running
     from spanft.cluster.stages import StaleStage
 
     from spanft.cluster.tracking import process_start
@@ -261,7 +261,7 @@ def test_each_submission_keeps_its_jobs_files_apart(tmp_path):
 
 
 def test_sbatch_refusing_the_array_is_one_line(tmp_path, monkeypatch):
-    from spanft.cluster.fanout import slurm_executor, submit_array
+    from spanft.cluster.executors import slurm_executor, submit_array
     from spanft.cluster.job import StageJob
 
     fake = tmp_path / "bin" / "sbatch"
@@ -616,7 +616,7 @@ def test_a_job_without_a_result_is_told_by_the_cause_its_logs_name(tmp_path, mon
 
 
 def test_a_lost_scheduler_ends_the_watch_within_its_patience_and_leaves_the_jobs_alone(monkeypatch):
-    from spanft.cluster import fanout as module
+    from spanft.cluster import watching as module
 
     cancelled = []
     job = type("Job", (), {"job_id": "5_0", "cancel": lambda self, check: cancelled.append(1)})()
@@ -646,7 +646,7 @@ def test_jobs_get_the_paths_as_the_user_gave_them_not_symlink_resolved(tmp_path,
 
 
 def test_the_jobs_commit_is_pinned_against_gc_until_every_run_is_saved(head):
-    from spanft.cluster.fanout import pin, unpin
+    from spanft.cluster.sending import pin, unpin
 
     first = git(head, "rev-parse", "HEAD").strip()
     pin(head, first, head / "jobs" / "20260101-000000-1")
@@ -711,21 +711,6 @@ def test_a_workspace_whose_git_is_broken_is_cloned_again_never_the_heads_repo_to
     assert not (head / ".dvc" / "config.local").exists()
     assert (workspace / "data" / "checkpoints" / "kept").read_text() == "a run's checkpoint\n"
     assert not (workspace / ".git" / "objects" / "info" / "alternates").exists()  # a gc of the head cannot break it
-
-
-def test_an_earlier_jobs_of_another_commit_are_never_taken_for_this_calls(tmp_path, monkeypatch):
-    from spanft.cluster import fanout as module
-    from spanft.cluster.stages import StaleStage
-    from spanft.cluster.tracking import Active
-
-    earlier = Active("7_0", "slurm", tmp_path / "jobs" / "1")
-    monkeypatch.setattr(module, "still_active", lambda folder: {"glue_sf@tiny-cola-1": earlier})
-    stale = [StaleStage("glue_sf@tiny-cola-1", ())]
-    monkeypatch.setattr(module, "_runs", lambda entry: ("old", "snap"))
-    with pytest.raises(SpanftError, match=r"still run another commit or other files: glue_sf@tiny-cola-1 \(job 7_0\)"):
-        module.still_running(tmp_path, stale, "new", "snap")
-    monkeypatch.setattr(module, "_runs", lambda entry: ("new", "snap"))
-    assert module.still_running(tmp_path, stale, "new", "snap") == {"glue_sf@tiny-cola-1": earlier}
 
 
 def test_a_head_reached_through_a_symbolic_link_opens_in_dvc(tmp_path, monkeypatch):

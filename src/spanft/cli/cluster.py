@@ -31,6 +31,9 @@ def add_fanout(sub: argparse._SubParsersAction) -> None:
                    help="send the head's uncommitted code and params with the jobs (default: refuse them)")
     p.add_argument("--no-join", dest="join", action="store_false",
                    help="stop when the jobs are done (default: then `dvc repro` in the head)")
+    p.add_argument("--cancel-changed", action="store_true",
+                   help="cancel the jobs of an earlier call whose stages this commit changed, and send them anew "
+                        "(default: refuse; the jobs of unchanged stages are watched either way)")
     p.set_defaults(run=fanout)
 
 
@@ -60,7 +63,7 @@ def fanout(args: argparse.Namespace) -> int:
     if args.jobs is not None and args.jobs < 1:
         raise SpanftError(f"--jobs must be at least 1, found {args.jobs}")
     try:
-        return fanout(root, settings, args.jobs, args.allow_dirty, args.join)
+        return fanout(root, settings, args.jobs, args.allow_dirty, args.join, args.cancel_changed)
     except DvcException as error:  # not a DVC project, a dvc.yaml or dvc.lock DVC cannot read, ...
         said = [line for line in str(error).splitlines() if line.strip()]
         raise SpanftError(f"{root}: dvc: {said[0] if said else type(error).__name__}") from None

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from submitit.helpers import Checkpointable
 
+from spanft.cluster.claims import release_key
 from spanft.cluster.joblock import exclusive
 from spanft.cluster.preflight import check_cache, check_job_environment
 from spanft.cluster.processes import run_group
@@ -32,7 +33,12 @@ from spanft.cluster.workspace import prepare_workspace
 from spanft.errors import SpanftError
 from spanft.params.plan import CHECKPOINTS_DIR
 from spanft.threads import SHARING_ENV, thread_count
-from spanft.train.finished import CHECKPOINT_EVERY_ENV, FINISHED_FILE, KEEP_ENV, finished_run
+from spanft.train.finished import (
+    CHECKPOINT_EVERY_ENV,
+    FINISHED_FILE,
+    KEEP_ENV,
+    finished_run,
+)
 from spanft.train.preflight import RUN_MARKER
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
@@ -54,6 +60,7 @@ class StageJob(Checkpointable):
     gpus: str | None = None  # local jobs: their CUDA_VISIBLE_DEVICES; None on SLURM, which sets it
     checkpoint_every_s: int = 0  # seconds of training between checkpoints, mid-epoch too (0: epoch ends only)
     token: str = ""  # the sender's environment token (spanft.cluster.preflight.ENVIRONMENT_TOKEN)
+    run_key: str = ""  # DVC's run-cache key of the run: its claim in the shared cache (spanft.cluster.claims)
 
     def __call__(self) -> str:
         check_job_environment(self.token)
@@ -89,6 +96,7 @@ class StageJob(Checkpointable):
         if not run_cached(workspace, self.stage):
             raise SpanftError(f"{self.stage}: dvc saved no run-cache entry for the run (is {self.cache_dir}/runs "
                               f"writable?); its checkpoints are kept: send it again")
+        release_key(self.cache_dir, self.run_key)  # saved: no head needs to watch it any longer
         _clear_checkpoints(workspace)  # saved by DVC: only now may the checkpoints go
         (workspace / ATTEMPT_FILE).unlink(missing_ok=True)
         if self.remote:

@@ -18,7 +18,7 @@ from typing import Iterator
 from dvc.dependency.base import DependencyDoesNotExistError
 from ruamel.yaml import YAML
 from dvc.repo import Repo
-from dvc.stage.cache import RunCacheNotFoundError
+from dvc.stage.cache import RunCacheNotFoundError, _can_hash, _get_stage_hash
 from dvc_data.hashfile.hash_info import HashInfo
 
 from spanft.cluster.workspace import LOCK_FILE
@@ -32,6 +32,7 @@ class StaleStage:
 
     name: str  # DVC's address: glue_sf@tiny-cola-1
     upstream: tuple[str, ...]
+    key: str = ""  # DVC's run-cache key of the run (command, dependencies' hashes, params): one run, one key
 
 
 @contextlib.contextmanager
@@ -116,6 +117,15 @@ def restorable(repo: Repo, stage) -> bool:
     return _lock_outputs_cached(stage) or _in_run_cache(repo, stage)
 
 
+def run_key(stage) -> str:
+    """DVC's run-cache key of the stage on its dependencies' hashes as last taken (``save_deps``: called by
+    :func:`_in_run_cache`): the name of the run-cache entry its run writes; '' for a stage DVC cannot cache."""
+    try:
+        return _get_stage_hash(stage) if _can_hash(stage) else ""
+    except Exception:  # a private helper of DVC's: a change there costs the claim, never the run
+        return ""
+
+
 def forget_uncached_records(root: Path) -> list[str]:
     """Drop from ``dvc.lock`` the fine-tuning records whose outputs the cache lacks but whose run it holds.
 
@@ -170,7 +180,7 @@ def stale_training_stages(root: Path) -> tuple[list[StaleStage], int, int]:
             elif restorable(repo, stage):
                 cached += 1
             else:
-                stale.append(StaleStage(stage.addressing, tuple(upstream_of(repo, [stage]))))
+                stale.append(StaleStage(stage.addressing, tuple(upstream_of(repo, [stage])), run_key(stage)))
         return stale, fresh, cached
 
 
