@@ -33,6 +33,7 @@ from spanft.cluster.tracking import (
 from spanft.errors import SpanftError
 
 CLAIMS_DIR = "spanft-claims"
+WRITE_GRACE_S = 30.0  # a claim file without its record yet: its creator is writing it this long
 SENDING_GRACE_S = 600.0  # a claim of another host with no job yet: its sender is taken as alive this long
 
 
@@ -70,15 +71,20 @@ def claim(cache_dir: str | Path, stage: str, key: str, commit: str, head: str) -
     folder = claims_dir(cache_dir)
     folder.mkdir(exist_ok=True)
     path = folder / f"{key}.json"
-    for _ in range(3):
+    takeovers, deadline = 0, time.monotonic() + 10.0
+    while takeovers < 3 and time.monotonic() < deadline:
         try:
             descriptor = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
         except FileExistsError:
             found = read(path)
+            if found is None and _age(path) < WRITE_GRACE_S:  # created this instant, its record on its way
+                time.sleep(0.05)
+                continue
             if found is not None and holder_alive(found.record):
                 return found
             with contextlib.suppress(FileNotFoundError):  # a dead holder's claim: taken over
                 os.replace(path, path.with_name(path.name + ".stale"))
+            takeovers += 1
             continue
         record = _sender(stage, key, commit, head)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
@@ -88,11 +94,19 @@ def claim(cache_dir: str | Path, stage: str, key: str, commit: str, head: str) -
                       f"again")
 
 
+def _age(path: Path) -> float:
+    try:
+        return time.time() - path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
 def read(path: Path) -> Claim | None:
     try:
-        return Claim(path, json.loads(path.read_text(encoding="utf-8") or "{}"))
+        record = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None  # gone, or half-written by a sender that died between create and write
+        return None  # gone, being written, or half-written by a sender that died between create and write
+    return Claim(path, record) if isinstance(record, dict) and record else None
 
 
 def record_job(found: Claim, entry: Submitted, submission: Path) -> None:

@@ -29,7 +29,7 @@ from spanft.cluster.joblock import exclusive
 from spanft.cluster.preflight import check_cache, check_job_environment
 from spanft.cluster.processes import run_group
 from spanft.cluster.stages import run_cached
-from spanft.cluster.workspace import prepare_workspace
+from spanft.cluster.workspace import checkout_outputs, prepare_workspace
 from spanft.errors import SpanftError
 from spanft.params.plan import CHECKPOINTS_DIR
 from spanft.threads import SHARING_ENV, thread_count
@@ -83,7 +83,8 @@ class StageJob(Checkpointable):
         if self.gpus is not None:
             env["CUDA_VISIBLE_DEVICES"] = self.gpus
         if self.upstream:
-            self._dvc(["checkout", *self.upstream], env)
+            print(f"spanft fanout job: dvc checkout {' '.join(self.upstream)}  (in {self.workspace})", flush=True)
+            checkout_outputs(workspace, self.upstream)
         attempt = {"stage": self.stage, "commit": self.commit, "snapshot": self.snapshot}
         if self._finished_before(workspace, attempt):
             print(f"spanft fanout job: {self.stage} finished training before the job was stopped: saving it "

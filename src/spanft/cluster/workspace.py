@@ -11,6 +11,7 @@ head's. A stage keeps its workspace from one submission to the next, so its fine
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import shutil
@@ -109,15 +110,38 @@ def prepare_workspace(head_root: Path, commit: str, snapshot_dir: Path, workspac
     breaks it; a stale ``index.lock`` (a job killed during a checkout) is cleared, since one job at a time holds
     the workspace.
     """
+    clone_workspace(head_root, workspace)
+    checkout_commit(head_root, commit, workspace)
+    apply_snapshot(snapshot_dir, workspace)
+    point_cache(head_root, workspace, cache_dir)
+
+
+def clone_workspace(head_root: Path, workspace: Path) -> None:
+    """A clone of the head at ``workspace`` (once: a later submission reuses it), unless it has one already."""
     if not _own_repository(workspace):
         shutil.rmtree(workspace / ".git", ignore_errors=True)  # the run's checkpoints stay
         workspace.mkdir(parents=True, exist_ok=True)
         git(workspace.parent, "clone", "--quiet", "--no-checkout", str(head_root), str(workspace / ".clone"))
         (workspace / ".clone" / ".git").rename(workspace / ".git")
         shutil.rmtree(workspace / ".clone")
+
+
+def checkout_commit(head_root: Path, commit: str, workspace: Path) -> None:
+    """The workspace at ``commit`` (fetched from the head when the clone lacks it)."""
     (workspace / ".git" / "index.lock").unlink(missing_ok=True)
-    git(workspace, "fetch", "--quiet", str(head_root), commit)
+    if not _has_commit(workspace, commit):  # a fresh clone has it already: no second pass over the head
+        git(workspace, "fetch", "--quiet", str(head_root), commit)
     git(workspace, "checkout", "--quiet", "--force", "--detach", commit)
+
+
+def _has_commit(workspace: Path, commit: str) -> bool:
+    done = subprocess.run(["git", "cat-file", "-e", f"{commit}^{{commit}}"], cwd=workspace, capture_output=True,
+                          stdin=subprocess.DEVNULL)
+    return done.returncode == 0
+
+
+def apply_snapshot(snapshot_dir: Path, workspace: Path) -> None:
+    """The head's ``dvc.lock`` and allowed changes over the commit; a killed job's DVC lock cleared."""
     files = snapshot_dir / "files"
     for source in sorted(p for p in files.rglob("*") if p.is_file()):
         target = workspace / source.relative_to(files)
@@ -127,12 +151,20 @@ def prepare_workspace(head_root: Path, commit: str, snapshot_dir: Path, workspac
         (workspace / name).unlink(missing_ok=True)
     # a job killed mid-run leaves DVC's read/write lock behind; only this stage's jobs use this workspace
     (workspace / ".dvc" / "tmp" / "rwlock").unlink(missing_ok=True)
-    head_local_config = head_root / ".dvc" / "config.local"  # remotes and credentials git does not carry
+
+
+def point_cache(head_root: Path, workspace: Path, cache_dir: str) -> None:
+    """The workspace's DVC config: the head's local one (remotes, credentials git does not carry), the head's
+    cache, and links rather than copies (every job of a paper run would otherwise copy its backbone: 1.3 GB
+    for a large one). Written through DVC's own config API in this process (two ``dvc config`` processes
+    would each pay DVC's start-up)."""
+    from dvc.config import Config
+
+    head_local_config = head_root / ".dvc" / "config.local"
     if head_local_config.is_file():
         shutil.copy2(head_local_config, workspace / ".dvc" / "config.local")
-    _run(workspace, ["dvc", "cache", "dir", "--local", cache_dir])
-    # links, not copies: every job of a paper run would otherwise copy its backbone (1.3 GB for a large one)
-    _run(workspace, ["dvc", "config", "--local", "cache.type", "reflink,hardlink,symlink,copy"])
+    with Config(dvc_dir=str(workspace / ".dvc"), validate=False).edit("local") as conf:
+        conf.setdefault("cache", {}).update({"dir": cache_dir, "type": "reflink,hardlink,symlink,copy"})
 
 
 def _own_repository(workspace: Path) -> bool:
@@ -144,11 +176,19 @@ def _own_repository(workspace: Path) -> bool:
     return done.returncode == 0 and os.path.samefile(done.stdout.strip(), workspace)
 
 
-def _run(cwd: Path, command: list[str]) -> None:
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if done.returncode != 0:
-        message = (done.stderr.strip().splitlines() or done.stdout.strip().splitlines() or ["failed"])[-1]
-        raise SpanftError(f"{cwd}: {' '.join(command)}: {message}")
+def checkout_outputs(workspace: Path, targets: tuple[str, ...]) -> None:
+    """``dvc checkout TARGETS`` in the workspace, through DVC's API in this process (the job has DVC imported
+    already; a ``dvc`` process would pay DVC's start-up once more). A failure is one line."""
+    from dvc.exceptions import DvcException
+
+    real = workspace.resolve()
+    try:
+        with contextlib.chdir(real), Repo(str(real)) as repo:
+            repo.checkout(targets=list(targets))
+    except DvcException as error:
+        said = [line for line in str(error).splitlines() if line.strip()]
+        raise SpanftError(f"{workspace}: dvc checkout {' '.join(targets[:3])}: "
+                          f"{said[0] if said else type(error).__name__}") from None
 
 
 def cache_dir(root: Path) -> str:
