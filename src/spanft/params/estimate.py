@@ -189,7 +189,8 @@ def estimate_lines(plan: Plan, root: Path, source: str) -> list[str]:
         lines.append(f"  {table} ({study}): {count_of(len(group), 'run')}, {int(group['steps'].sum()):,} steps")
     lines.append(f"Training time (every run on one device in turn; evaluation +{EVAL_FRACTION:.0%}; tokens per step "
                  f"padded to max_seq_len, an upper bound):")
-    for device in device_steps(root):
+    devices = device_steps(root)
+    for device in devices:
         hours, missing = device_hours(runs, device)
         unit = "CPU-hours (1 torch thread)" if device.name == "CPU" else "GPU-hours"
         left_out = runs["backbone_class"].isin(missing).sum()
@@ -201,7 +202,32 @@ def estimate_lines(plan: Plan, root: Path, source: str) -> list[str]:
     parallel = min(jobs, plan.cluster.max_parallel)
     lines.append(f"Fan-out (spanft fanout, from an empty cache): {count_of(jobs, 'job')}, "
                  f"{parallel} at once (cluster.max_parallel {plan.cluster.max_parallel})")
-    return lines
+    return lines + [fanout_against_serial(plan, device) for device, (_, missing) in
+                    zip(devices, [device_hours(runs, device) for device in devices]) if not missing and len(runs)]
+
+
+def fanout_against_serial(plan: Plan, device: DeviceSteps) -> str:
+    """The fan-out's wall time against a serial ``dvc repro`` on ``device``: every job pays its start-up
+    (``cluster.startup_s``: clone, imports, DVC), at best spread evenly over the jobs at once; and how many
+    jobs at once it takes to beat serial (``--jobs`` locally, where the cores bound it)."""
+    seconds = sorted(run_hours(run, plan, device) * 3600 for run in plan.runs())  # noqa: every run has a step time
+    serial, startup, jobs = sum(seconds), plan.cluster.startup_s, len(seconds)
+    parallel = min(jobs, plan.cluster.max_parallel)
+    fanout = max((serial + jobs * startup) / parallel, seconds[-1] + startup)
+    even = int(1 + jobs * startup / serial) + 1  # fewest jobs at once with (serial + jobs x startup) / p < serial
+    beats = f"faster than serial from {even} jobs at once" if even <= jobs and seconds[-1] + startup < serial \
+        else "never faster than serial"
+    line = (f"  {device.name}: serial dvc repro ~{_duration(serial)}, fan-out ~{_duration(fanout)} with {parallel} "
+            f"at once ({startup} s start-up a job, cluster.startup_s; {beats})")
+    if fanout < serial and even <= 2:
+        return line
+    return (f"{line}: a run takes ~{_duration(seconds[jobs // 2])} (median) against its job's start-up; below that "
+            f"many jobs at once use dvc repro (benchmarks/bench_fanout.py --startup measures the start-up)")
+
+
+def _duration(seconds: float) -> str:
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min" if seconds < 7200 else \
+        f"{seconds / 3600:.1f} h"
 
 
 def _disk_lines(plan: Plan, root: Path, runs: pd.DataFrame) -> list[str]:
