@@ -151,3 +151,22 @@ def test_disk_and_fanout_follow_the_backbones_and_runs():
 def test_the_readme_quotes_the_estimate_of_every_profile():
     block = find_block((ROOT / "README.md").read_text(encoding="utf-8"), "plan")
     assert block == profile_table(ROOT), f"README.md's plan table is stale; {FIX}. It should read:\n" + profile_table(ROOT)
+
+
+@pytest.mark.parametrize("startup", [1, 60, 3600])
+def test_plan_says_from_how_many_jobs_at_once_the_fanout_beats_serial(startup):
+    from spanft.params.estimate import run_hours
+
+    tree = copy.deepcopy(EMBEDDED)
+    tree["cluster"]["startup_s"] = startup
+    plan = _plan(tree)
+    cpu = next(device for device in device_steps(ROOT) if device.name == "CPU")
+    runs = [run_hours(run, plan, cpu) * 3600 for run in plan.runs()]
+    serial = sum(runs)
+    # by brute force: the fewest jobs at once whose even spread of runs and start-ups ends before serial does
+    wins = [p for p in range(1, len(runs) + 1) if max((serial + len(runs) * startup) / p, max(runs) + startup) < serial]
+    line = next(line for line in estimate_lines(plan, ROOT, "test.yaml") if line.startswith("  CPU: serial"))
+    if wins:
+        assert f"faster than serial from {wins[0]} jobs at once" in line, line
+    else:
+        assert "never faster than serial" in line and "use dvc repro" in line, line
