@@ -101,11 +101,12 @@ def gone(jobs: set[str], patience_s: float = 120.0) -> None:
                       f"run spanft fanout again once squeue no longer lists them")
 
 
-def claim_runs(root: Path, head: HeadState, stale: list[StaleStage], shared: str,
-               mine: set[str]) -> tuple[dict[str, claims.Claim], dict[str, claims.Claim], int]:
-    """Each stage's claim: those this call holds, those others hold (to watch), and how many were saved
-    meanwhile (by another head's job). ``mine``: stages whose job of this head's earlier call still runs."""
-    held, others, saved = {}, {}, 0
+def claim_runs(root: Path, head: HeadState, stale: list[StaleStage], shared: str, mine: set[str],
+               held: dict[str, claims.Claim]) -> tuple[dict[str, claims.Claim], int]:
+    """Claim each stage's run: those this call gets go into ``held`` (filled as it goes, so that a failure
+    midway can release them); returns the claims others hold (to watch) and how many runs were saved meanwhile
+    (by another head's job). ``mine``: stages whose job of this head's earlier call still runs."""
+    others, saved = {}, 0
     for stage in stale:
         if not stage.key or stage.name in mine:
             continue
@@ -117,7 +118,7 @@ def claim_runs(root: Path, head: HeadState, stale: list[StaleStage], shared: str
             saved += 1
         else:
             held[stage.name] = found
-    return held, others, saved
+    return others, saved
 
 
 def send(root: Path, head: HeadState, stale: list[StaleStage], settings: ClusterSettings, executor: str,
@@ -129,7 +130,7 @@ def send(root: Path, head: HeadState, stale: list[StaleStage], settings: Cluster
     held: dict[str, claims.Claim] = {}
     try:
         running = earlier_jobs(folder, stale, head.commit, snap, cancel_changed)
-        held, others, saved = claim_runs(root, head, stale, shared_cache, set(running))
+        others, saved = claim_runs(root, head, stale, shared_cache, set(running), held)
     except SpanftError:
         _release(held)
         _remove_new(folder / "snapshots", snapshots_before)
@@ -160,7 +161,8 @@ def send(root: Path, head: HeadState, stale: list[StaleStage], settings: Cluster
                 git(root, "update-ref", "-d", f"{PIN_REFS}/{submission.name}")
                 raise
             for entry in sent:
-                claims.record_job(held[entry.stage], entry, submission) if entry.stage in held else None
+                if entry.stage in held:
+                    claims.record_job(held[entry.stage], entry, submission)
             write_manifest(submission, [s for s in watched + sent if s.executor == "slurm"])
             submitted = watched + sent
             watch(submitted, lambda: None, len(submitted), settings.scheduler_patience_s)
