@@ -210,7 +210,7 @@ def fanout_against_serial(plan: Plan, device: DeviceSteps) -> str:
     """The fan-out's wall time against a serial ``dvc repro`` on ``device``: every job pays its start-up
     (``cluster.startup_s``: clone, imports, DVC), at best spread evenly over the jobs at once; and how many
     jobs at once it takes to beat serial (``--jobs`` locally, where the cores bound it)."""
-    seconds = sorted(run_hours(run, plan, device) * 3600 for run in plan.runs())  # noqa: every run has a step time
+    seconds = sorted(run_hours(run, plan, device) * 3600 for run in plan.runs())  # every run has a step time here
     serial, startup, jobs = sum(seconds), plan.cluster.startup_s, len(seconds)
     parallel = min(jobs, plan.cluster.max_parallel)
     fanout = max((serial + jobs * startup) / parallel, seconds[-1] + startup)
