@@ -52,7 +52,7 @@ from spanft.cluster.tracking import (
 from spanft.cluster.workspace import HeadState, cache_dir, git, head_state, snapshot
 from spanft.errors import SpanftError
 from spanft.params.cluster import ClusterSettings
-from spanft.params.dvc_room import check_dvc_room
+from spanft.stage.dvc_room import check_dvc_room
 from spanft.params.plan import load_plan
 from spanft.threads import SHARING_ENV, thread_count
 
