@@ -46,8 +46,8 @@ import numpy as np
 import pandas as pd
 
 from spanft.errors import SpanftError
-from spanft.params import cost
-from spanft.params.cost import (
+from spanft.cost import model as cost
+from spanft.cost.model import (
     REFERENCE_BATCH,
     REFERENCE_LEN,
     TRAIN_EXAMPLES,

@@ -3,14 +3,14 @@
     python pipeline/backbone.py tiny data/backbones/tiny --corpus data/corpus/train.txt
     python pipeline/backbone.py bert-base data/backbones/bert-base
 
-Run by DVC with no arguments, it takes them from the stage's name (spanft.params.stage).
+Run by DVC with no arguments, it takes them from the stage's name (spanft.stage.names).
 """
 
 import argparse
 import sys
 
 from spanft.params.plan import Plan
-from spanft.params.stage import run_stage_script
+from spanft.stage.run import run_stage_script
 
 
 def main() -> int:

@@ -5,7 +5,7 @@
 DVC keys this stage on the whole file (``params: [{params.yaml: }]``, every key), so a typo'd key added to an up-to-date
 project (``dict_sise: 100000``, or ``dvc exp run -S +dict_sise=100000``) re-runs it, and its one-line error
 stops ``dvc repro`` / ``dvc exp run``. It also stops on a stage that ``dvc.lock`` records with params other than
-those it used (``spanft.params.records``; every stage checks the stages whose outputs it reads, this one all):
+those it used (``spanft.stage.records``; every stage checks the stages whose outputs it reads, this one all):
 an edit saved after that stage ended, before DVC wrote its lock, makes this stage run again. No stage depends on its output, so ``dvc repro -s STAGE`` does not need it.
 """
 
@@ -13,8 +13,8 @@ import argparse
 import sys
 
 from spanft.fileio import atomic_open
-from spanft.params.records import check_lock_records
-from spanft.params.stage import run_stage
+from spanft.stage.records import check_lock_records
+from spanft.stage.run import run_stage
 
 CHECKED = "params.yaml: checked (spanft check-params)\n"
 

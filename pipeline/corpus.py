@@ -9,7 +9,7 @@ import sys
 from spanft.data.corpus import write_corpus
 from dataclasses import asdict
 
-from spanft.params.stage import run_stage
+from spanft.stage.run import run_stage
 
 
 def main() -> int:

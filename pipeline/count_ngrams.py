@@ -7,7 +7,7 @@ import argparse
 import sys
 
 from spanft.params.plan import Plan
-from spanft.params.stage import run_stage
+from spanft.stage.run import run_stage
 from spanft.text.ngrams import count_ngrams_to_file
 
 

@@ -3,7 +3,7 @@
     python pipeline/dictionary.py data/ngrams/counts.tsv data/dicts/main.tsv
     python pipeline/dictionary.py data/ngrams/counts.tsv data/dicts/size-20000.tsv --size 20000
 
-Run by DVC with no arguments, it takes them from the stage's name (spanft.params.stage).
+Run by DVC with no arguments, it takes them from the stage's name (spanft.stage.names).
 """
 
 import argparse
@@ -12,7 +12,7 @@ import sys
 
 from spanft.errors import SpanftError
 from spanft.params.plan import Plan
-from spanft.params.stage import run_stage_script
+from spanft.stage.run import run_stage_script
 from spanft.text.dictionary import build_dictionary
 
 log = logging.getLogger("spanft")

@@ -4,14 +4,14 @@
 
 The run's input, output and checkpoint directories follow from its key (spanft.params.plan).
 
-Run by DVC with no arguments, it takes them from the stage's name (spanft.params.stage).
+Run by DVC with no arguments, it takes them from the stage's name (spanft.stage.names).
 """
 
 import argparse
 import sys
 
 from spanft.params.plan import Plan
-from spanft.params.stage import run_stage_script
+from spanft.stage.run import run_stage_script
 from spanft.train.options import FinetuneOptions
 from spanft.train.preflight import preflight
 

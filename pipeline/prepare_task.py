@@ -3,7 +3,7 @@
 
     python pipeline/prepare_task.py cola data/tasks/cola
 
-Run by DVC with no arguments, it takes them from the stage's name (spanft.params.stage).
+Run by DVC with no arguments, it takes them from the stage's name (spanft.stage.names).
 """
 
 import argparse
@@ -11,7 +11,7 @@ import sys
 
 from spanft.data.prepare import prepare_task, synthetic_sizes
 from spanft.params.plan import Plan
-from spanft.params.stage import run_stage_script
+from spanft.stage.run import run_stage_script
 
 
 def main() -> int:

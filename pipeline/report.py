@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from spanft.params.changes import with_changes
-from spanft.params.stage import run_stage
+from spanft.stage.run import run_stage
 from spanft.report.build import write_reports
 
 

@@ -4,14 +4,14 @@
     python pipeline/segment.py ngram data/tasks/cola data/segmented/ngram/cola --dict data/dicts/main.tsv
     python pipeline/segment.py chunker data/tasks/cola data/segmented/chunker/cola
 
-Run by DVC with no arguments, it takes them from the stage's name (spanft.params.stage).
+Run by DVC with no arguments, it takes them from the stage's name (spanft.stage.names).
 """
 
 import argparse
 import sys
 
 from spanft.params.plan import Plan
-from spanft.params.stage import run_stage_script
+from spanft.stage.run import run_stage_script
 from spanft.text.segmentation import METHODS, make_segmenter, segment_task_dir
 
 

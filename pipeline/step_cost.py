@@ -10,7 +10,7 @@ import json
 import sys
 
 from spanft.params.plan import PARAMS_FILE, Plan
-from spanft.params.stage import run_stage_script
+from spanft.stage.run import run_stage_script
 
 
 def main() -> int:

@@ -2,7 +2,7 @@
 
     python pipeline/submission.py tiny data/runs/glue/tiny data/submissions
 
-Run by DVC with no arguments, it takes them from the stage's name (spanft.params.stage).
+Run by DVC with no arguments, it takes them from the stage's name (spanft.stage.names).
 """
 
 import argparse
@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from spanft.params.plan import Plan
-from spanft.params.stage import run_stage_script
+from spanft.stage.run import run_stage_script
 from spanft.report.submission import glue_submission
 
 

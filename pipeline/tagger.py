@@ -9,7 +9,7 @@ from pathlib import Path
 
 from spanft.data.tagger_data import make_tagger
 from spanft.params.plan import Plan
-from spanft.params.stage import run_stage
+from spanft.stage.run import run_stage
 
 
 def main() -> int:

@@ -1,6 +1,6 @@
 """Issue 43, item 7: DVC's bare "disk I/O error" (its sqlite index and state under a file-size limit or on a
 full disk) becomes one line naming the limit or the folder, said by the stage before its work
-(src/spanft/params/dvc_room.py) and by `spanft fanout`."""
+(src/spanft/stage/dvc_room.py) and by `spanft fanout`."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from spanft.errors import SpanftError
-from spanft.params import dvc_room
+from spanft.stage import dvc_room
 
 ROOT = Path(__file__).resolve().parents[1]
 MiB = 2**20

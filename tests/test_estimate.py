@@ -1,4 +1,4 @@
-"""``spanft plan`` (spanft.params.estimate): run counts, hours per device, parameters, disk, fan-out jobs, the
+"""``spanft plan`` (spanft.cost.estimate): run counts, hours per device, parameters, disk, fan-out jobs, the
 README's table, and an answer in seconds."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spanft.params.estimate import (
+from spanft.cost.estimate import (
     CHECKPOINT_BYTES,
     bert_parameters,
     device_hours,

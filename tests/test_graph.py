@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from spanft.params.progress import headline_lines
+from spanft.stage.progress import headline_lines
 
 ROOT = Path(__file__).resolve().parents[1]
 

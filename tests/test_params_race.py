@@ -19,7 +19,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from spanft.params.stage import run_stage
+from spanft.stage.run import run_stage
 
 ROOT = Path(__file__).resolve().parents[1]
 TREE = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
@@ -108,7 +108,7 @@ def test_an_unchanged_params_file_lets_the_stage_pass(tmp_path, monkeypatch, cap
 STAGE_SCRIPT = '''
 import sys, yaml
 from pathlib import Path
-from spanft.params.stage import run_stage
+from spanft.stage.run import run_stage
 
 def body(plan):
     Path("out.txt").write_text(f"dict_size {plan.dict_size}\\n")

@@ -1,4 +1,4 @@
-"""The params records (spanft.params.records) against dvc.lock as DVC itself writes it (its own YAML dumper)."""
+"""The params records (spanft.stage.records) against dvc.lock as DVC itself writes it (its own YAML dumper)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from spanft.errors import SpanftError
-from spanft.params.records import check_lock_records, lying_stages, record_path, write_record
+from spanft.stage.records import check_lock_records, lying_stages, record_path, write_record
 
 SCALARS = st.one_of(st.integers(-10**12, 10**12), st.floats(allow_nan=False, allow_infinity=False, width=64),
                     st.booleans(), st.none(), st.text(max_size=12))
@@ -78,7 +78,7 @@ def test_a_stage_reading_outputs_that_dvc_lock_vouches_for_with_other_params_sto
     unchanged, so the dictionary stage itself must refuse; count_ngrams, re-run as the fix says, must not."""
     from pathlib import Path
 
-    from spanft.params.stage import declared_deps, run_stage
+    from spanft.stage.run import declared_deps, run_stage
     from spanft.params.plan import load_plan
 
     root = Path(__file__).resolve().parents[1]

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_graph import dvc, new_project, reduced_params  # noqa: E402
 
 from spanft.errors import SpanftError  # noqa: E402
-from spanft.params.records import check_lock_records  # noqa: E402
+from spanft.stage.records import check_lock_records  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shutil.which("dvc") is None or shutil.which("git") is None, reason="needs dvc, git")
 

@@ -94,7 +94,7 @@ def test_finetune_stage_refuses_a_run_the_studies_do_not_plan(tmp_path):
 
 def test_run_stage_exit_codes(tmp_path, monkeypatch, capsys):
     from spanft.errors import SpanftError
-    from spanft.params.stage import run_stage as run
+    from spanft.stage.run import run_stage as run
 
     write_params(tmp_path, embedded())
     monkeypatch.chdir(tmp_path)

@@ -13,7 +13,7 @@ import yaml
 
 from spanft.cli import build_parser
 from spanft.errors import SpanftError
-from spanft.params.dvc_yaml import (
+from spanft.stage.dvc_yaml import (
     BEGIN,
     finetune_section,
     section_in,

@@ -1,4 +1,4 @@
-"""Progress over the graph (spanft.params.progress): the numbers of a stage's line from a session log, the plan's
+"""Progress over the graph (spanft.stage.progress): the numbers of a stage's line from a session log, the plan's
 reading of dvc's command line, and ``spanft status`` for a running session and for none."""
 
 from __future__ import annotations
@@ -15,21 +15,23 @@ import psutil
 import pytest
 
 from spanft.cli import main
-from spanft.params import progress
-from spanft.params.progress import (
+from spanft.stage import progress
+from spanft.stage.progress import (
+    duration,
+    headline_lines,
+    progress_line,
+    progress_of,
+    stage_progress,
+    status_lines,
+    summary_lines,
+)
+from spanft.stage.session import (
     FOLDER,
     TIMES,
     Session,
     append_record,
     dvc_arguments,
-    duration,
-    headline_lines,
-    progress_line,
-    progress_of,
     session_log,
-    stage_progress,
-    status_lines,
-    summary_lines,
 )
 
 T0 = 1_000.0  # when dvc started

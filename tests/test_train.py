@@ -433,7 +433,7 @@ def test_cli_prints_one_summary_line(workspace, capsys):
 def test_off_a_terminal_a_run_draws_no_progress_bar(workspace):
     """A log or a pipe gets a few plain lines, not bars redrawn with carriage returns (the Trainer's, the
     weights loader's, spanft's own): bars are drawn only on a terminal."""
-    from spanft.params.progress import HF_BAR_SWITCHES
+    from spanft.stage.progress import HF_BAR_SWITCHES
 
     env = {key: value for key, value in os.environ.items() if key not in HF_BAR_SWITCHES}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[1] / "src")

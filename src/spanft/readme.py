@@ -111,7 +111,7 @@ def times_block(root: Path) -> str:
 
 
 def plan_block(root: Path) -> str:
-    from spanft.params.estimate import profile_table  # pandas: only here
+    from spanft.cost.estimate import profile_table  # pandas: only here
 
     return profile_table(root)
 

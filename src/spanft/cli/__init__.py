@@ -48,7 +48,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _parse_and_run(argv: Sequence[str] | None) -> int | None:
     args = build_parser().parse_args(argv)
-    from spanft.params.progress import bars_only_on_a_terminal
+    from spanft.stage.progress import bars_only_on_a_terminal
 
     bars_only_on_a_terminal()  # before the command imports a Hugging Face library
     logging.basicConfig(

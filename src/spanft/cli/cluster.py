@@ -52,7 +52,7 @@ def fanout(args: argparse.Namespace) -> int:
     from dvc.exceptions import DvcException
 
     from spanft.cluster.fanout import fanout
-    from spanft.params.dvc_room import index_failed
+    from spanft.stage.dvc_room import index_failed
     from spanft.params.plan import load_plan
 
     root = logical_path(args.root)

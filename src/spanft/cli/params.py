@@ -6,9 +6,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from spanft.params.dvc_yaml import finetune_section, section_in, write_finetune_section
+from spanft.stage.dvc_yaml import finetune_section, section_in, write_finetune_section
 from spanft.params.plan import load_plan
-from spanft.params.records import check_lock_records
+from spanft.stage.records import check_lock_records
 from spanft.params.profiles import PROFILES_DIR, use_profile
 
 

@@ -15,7 +15,7 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
 
 
 def plan(args: argparse.Namespace) -> int:
-    from spanft.params.estimate import estimate_lines  # pandas: only for this command
+    from spanft.cost.estimate import estimate_lines  # pandas: only for this command
     from spanft.params.plan import load_plan
 
     print("\n".join(estimate_lines(load_plan(args.file), Path(args.root), args.file)))

@@ -17,7 +17,7 @@ def add_status(sub: argparse._SubParsersAction) -> None:
 
 def status(args: argparse.Namespace) -> int:
     from spanft.fileio import repository_root
-    from spanft.params.progress import status_lines
+    from spanft.stage.progress import status_lines
 
     root = Path(args.root) if args.root is not None else repository_root()
     if root is None or not (root / ".dvc").is_dir():

@@ -39,7 +39,7 @@ from spanft.cluster.stages import (
 from spanft.cluster.workspace import HeadState, cache_dir, git, head_state
 from spanft.errors import SpanftError
 from spanft.params.cluster import ClusterSettings
-from spanft.params.dvc_room import check_dvc_room
+from spanft.stage.dvc_room import check_dvc_room
 from spanft.params.plan import load_plan
 
 log = logging.getLogger("spanft")

@@ -12,8 +12,8 @@ The variant table has one row per ``dvc.yaml`` fine-tuning group. The studies ar
 - ``ablation`` (Table 6): cnn-noseg, random-seg and chunker-seg (its baseline and sf rows are glue's runs);
 - ``dictsize`` (Figure 4): the span-only head on ``<method>-<size>`` spans, every method x ``dict_sizes``.
 
-The planned runs, the stage scripts' arguments (:mod:`spanft.params.stage`), ``dvc.yaml``'s fine-tuning
-section (:mod:`spanft.params.dvc_yaml`) and the report's rows (:mod:`spanft.report.context`) all read it.
+The planned runs, the stage scripts' arguments (:mod:`spanft.stage.names`), ``dvc.yaml``'s fine-tuning
+section (:mod:`spanft.stage.dvc_yaml`) and the report's rows (:mod:`spanft.report.context`) all read it.
 """
 
 from __future__ import annotations

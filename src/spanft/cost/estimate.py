@@ -4,7 +4,7 @@ Runs per table (the plan's fine-tuning runs), training hours per device kind, di
 
 - Step times per device come from ``bench_step.py``'s measurements under ``benchmarks/results/``:
   ``step_h100.json`` (one H100, bf16) and ``step_cpu.json`` (the 2-core VM, 1 torch thread), one line per
-  backbone class through its rows (:func:`spanft.params.cost.fit_rows`). The A100 figures are the cost
+  backbone class through its rows (:func:`spanft.cost.model.fit_rows`). The A100 figures are the cost
   model's example inputs (110 ms a bert-base step at 32 x 128, large x 3.2), not measured; there the span
   module takes the H100's measured ratio. A class a device has no row for is counted apart ("not measured").
 - Tokens per step: batch x max_seq_len (every example padded to the cap: an upper bound; the full model,
@@ -23,9 +23,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from spanft.english import count_of
-from spanft.errors import SpanftError
-from spanft.params.cost import (
+from spanft.cost.model import (
     EVAL_FRACTION,
     REFERENCE_BATCH,
     REFERENCE_LEN,
@@ -34,6 +32,8 @@ from spanft.params.cost import (
     fit_rows,
     train_steps,
 )
+from spanft.english import count_of
+from spanft.errors import SpanftError
 from spanft.params.plan import Plan, PlannedRun, plan_from_tree
 from spanft.params.schema import check_params_file
 

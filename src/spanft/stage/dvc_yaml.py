@@ -14,16 +14,16 @@ from pathlib import Path
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open
 from spanft.params.plan import AXIS_PARAMS, VARIANTS, Variant
-from spanft.params.records import record_path
 from spanft.params.schema import FIXED_TASKS
+from spanft.stage.records import record_path
 
 BEGIN = "  # >>> fine-tuning groups, generated from spanft/params/plan.py by `spanft dvc-yaml`: do not edit"
 END = "  # <<< fine-tuning groups"
 
 # The code every fine-tuning stage runs (tests/test_stage_deps.py checks it against the imports).
 CODE_DEPS = ("pipeline/finetune.py", "src/spanft/__init__.py", "src/spanft/errors.py", "src/spanft/english.py",
-             "src/spanft/fileio.py", "src/spanft/threads.py", "src/spanft/params", "src/spanft/data",
-             "src/spanft/model", "src/spanft/train")
+             "src/spanft/fileio.py", "src/spanft/threads.py", "src/spanft/params", "src/spanft/stage",
+             "src/spanft/cost", "src/spanft/data", "src/spanft/model", "src/spanft/train")
 
 
 def _matrix(variant: Variant) -> list[str]:
@@ -65,12 +65,12 @@ def _group(variant: Variant, first: bool) -> list[str]:
 
 
 def _record(variant: Variant) -> str:
-    """The run's params record (params/records.py), named as DVC names the member: its matrix values joined."""
+    """The run's params record (stage/records.py), named as DVC names the member: its matrix values joined."""
     axes = ["backbone", "task", *variant.axes, "seed"]
     return record_path(f"{variant.group}@" + "-".join(f"${{item.{axis}}}" for axis in axes))
 
 
-def _wrapped(start: str, items: list[str], end: str, width: int = 118) -> list[str]:
+def _wrapped(start: str, items: list[str], end: str, width: int = 124) -> list[str]:
     """A flow list over as many lines as ``width`` needs, continued under its first item."""
     lines, line = [], start
     for index, item in enumerate(items):

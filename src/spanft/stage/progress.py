@@ -12,7 +12,7 @@ pid reused later is not taken for it.
   (``dvc.repo.reproduce.plan_repro`` on dvc's own command line, parsed by DVC's parser), from this stage on, each
   marked ``yes`` (changed now, or forced) or ``maybe`` (downstream of one that runs: it runs only if its inputs
   come out different), with the seconds it is expected to take: its time in an earlier session (:data:`TIMES`),
-  else the cost model's for a fine-tuning run (:mod:`spanft.params.estimate`), else unknown. Only read-only
+  else the cost model's for a fine-tuning run (:mod:`spanft.cost.estimate`), else unknown. Only read-only
   calls: DVC holds its repo lock while a stage runs. When DVC cannot say, the lines give ``stage k`` alone.
 - Each stage appends its start and its end; a stage that ends well records its time for later sessions.
 - Stage k of N: k = the stages this session has started, N = k + the planned stages after the current one (one
@@ -37,76 +37,20 @@ from typing import Any, Iterator
 
 from spanft.english import count_of
 from spanft.fileio import repository_root
+from spanft.stage.repro_plan import dvc_plan, repro_arguments
+from spanft.stage.session import (
+    FOLDER,
+    Session,
+    append_record,
+    dvc_processes,
+    find_session,
+    read_records,
+    read_times,
+    record_time,
+    sessions,
+)
 
 log = logging.getLogger("spanft")
-
-FOLDER = Path(".dvc") / "tmp" / "spanft-progress"  # DVC's temp folder (dvc/repo: Repo.tmp_dir), never tracked
-TIMES = "stage-times.json"  # {stage: seconds of its last good run}, kept across sessions
-_ANCESTORS = 8  # how far up from a stage to look for dvc (a shell, a launcher between them)
-
-
-@dataclass(frozen=True)
-class Session:
-    """One ``dvc repro`` or ``dvc exp run`` process, and the log its stages share."""
-
-    pid: int
-    started: float  # the process's start time (epoch seconds)
-    arguments: tuple[str, ...]  # dvc's own, after the program: ("repro", "dictionary")
-    log: Path
-
-
-def dvc_arguments(cmdline: list[str]) -> list[str] | None:
-    """dvc's own arguments in a process's command line (``dvc repro x``, ``python /venv/bin/dvc repro x``,
-    ``python -m dvc repro x``); None when the process is not dvc."""
-    for i, arg in enumerate(cmdline[:3]):
-        if Path(arg).name == "dvc":
-            return cmdline[i + 1:]
-        if arg == "-m" and cmdline[i + 1:i + 2] == ["dvc"]:
-            return cmdline[i + 2:]
-    return None
-
-
-def session_log(folder: Path, pid: int, started: float) -> Path:
-    return folder / f"{pid}-{round(started * 1000)}.jsonl"
-
-
-def sessions(folder: Path) -> Iterator[tuple[Path, int, float, bool]]:
-    """Each session log under ``folder``: its path, dvc's pid and start time, and whether that dvc still runs."""
-    for path in sorted(folder.glob("*.jsonl")):
-        pid, _, millis = path.stem.partition("-")
-        if pid.isdigit() and millis.isdigit():
-            yield path, int(pid), int(millis) / 1000, alive(int(pid), int(millis) / 1000)
-        else:
-            yield path, 0, 0.0, False
-
-
-def find_session(folder: Path) -> Session | None:
-    """The dvc process this one runs under (the nearest dvc above it), or None (a script run by hand)."""
-    import psutil
-
-    try:
-        process = psutil.Process().parent()
-        for _ in range(_ANCESTORS):
-            if process is None:
-                return None
-            arguments = dvc_arguments(process.cmdline())
-            if arguments is not None:
-                started = process.create_time()
-                return Session(process.pid, started, tuple(arguments), session_log(folder, process.pid, started))
-            process = process.parent()
-    except psutil.Error:
-        return None
-    return None
-
-
-def alive(pid: int, started: float) -> bool:
-    """Whether the process ``pid`` still runs and is the one that started at ``started`` (not a reused pid)."""
-    import psutil
-
-    try:
-        return abs(psutil.Process(pid).create_time() - started) < 0.01
-    except psutil.Error:
-        return False
 
 
 # Switches of the Hugging Face libraries' own bars, which otherwise draw on a log or a pipe too; read when the
@@ -121,44 +65,6 @@ def bars_only_on_a_terminal() -> None:
     if not sys.stderr.isatty():
         for name in HF_BAR_SWITCHES:
             os.environ.setdefault(name, "1")
-
-
-# ------------------------------------------------------------------------------------------- the log
-
-
-def read_records(path: Path) -> list[dict]:
-    """The log's records in order; a line that is not a JSON object (cut short by a crash) is left out."""
-    records = []
-    with contextlib.suppress(FileNotFoundError):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            with contextlib.suppress(ValueError):
-                record = json.loads(line)
-                if isinstance(record, dict):
-                    records.append(record)
-    return records
-
-
-def append_record(path: Path, record: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("a", encoding="utf-8") as handle:  # one short write in append mode: whole lines
-        handle.write(json.dumps(record) + "\n")
-
-
-def read_times(folder: Path) -> dict[str, float]:
-    with contextlib.suppress(OSError, ValueError):
-        times = json.loads((folder / TIMES).read_text(encoding="utf-8"))
-        if isinstance(times, dict):
-            return {name: float(s) for name, s in times.items() if isinstance(s, (int, float))}
-    return {}
-
-
-def record_time(folder: Path, stage: str, seconds: float) -> None:
-    """Keep ``stage``'s time for later sessions (written whole, then renamed: a reader sees old or new)."""
-    times = read_times(folder)
-    times[stage] = round(seconds, 3)
-    partial = folder / f"{TIMES}.{os.getpid()}"
-    partial.write_text(json.dumps(times, indent=0, sort_keys=True) + "\n", encoding="utf-8")
-    partial.replace(folder / TIMES)
 
 
 # ------------------------------------------------------------------------------------------- where a session is
@@ -233,144 +139,6 @@ def progress_line(p: Progress) -> str:
             left = "under 1 s left" if p.left < 0.5 else f"about {duration(p.left)} left"
             parts.append(f"{left} + {untimed}" if untimed else left)
     return " · ".join(parts)
-
-
-# ------------------------------------------------------------------------------------------- the plan
-
-
-def dvc_plan(args: Any, current: str, times: dict[str, float]) -> list[dict]:
-    """The stages dvc will evaluate from ``current`` on, in DVC's order, each with ``runs`` (``yes``: changed now,
-    or forced; ``maybe``: downstream of one that runs), ``seconds`` (expected; None: not known) and ``metrics``
-    (the metrics files it declares).
-
-    ``args``: dvc's command line as :func:`repro_arguments` reads it. Raises whatever DVC raises when it cannot
-    say.
-    """
-    from dvc.repo import Repo
-    from dvc.repo.reproduce import get_active_graph
-
-    with Repo() as repo:
-        graph = get_active_graph(repo.index.graph)  # edges: from a stage to the stages it reads from
-        steps = _steps(repo, graph, args)
-        names = [step.addressing for step in steps]
-        steps = steps[names.index(current):] if current in names else []
-        runs = _will_run(steps, graph, _flag(args, "force"), _flag(args, "force_downstream"))
-        metrics = {step.addressing: [str(out.def_path) for out in step.outs if out.metric] for step in steps}
-    modelled = _modelled_seconds([name for name in runs if name not in times])
-    return [{"stage": name, "runs": kind, "seconds": times.get(name, modelled.get(name)),
-             **({"metrics": metrics[name]} if metrics.get(name) else {})} for name, kind in runs.items()]
-
-
-def _flag(args: Any, name: str) -> bool:
-    return bool(getattr(args, name, False))  # an option the command lacks is off (exp run has no --glob)
-
-
-def _steps(repo: Any, graph: Any, args: Any) -> list:
-    """The stages dvc evaluates, in its order: what ``dvc.repo.reproduce.reproduce`` makes of the options."""
-    from dvc.dvcfile import PROJECT_FILE
-    from dvc.repo.reproduce import collect_stages, plan_repro
-
-    single_item, downstream = _flag(args, "single_item"), _flag(args, "downstream")
-    if _flag(args, "all_pipelines") or _flag(args, "pipeline"):
-        single_item = downstream = False
-    targets = getattr(args, "targets", None)
-    if _flag(args, "all_pipelines"):
-        stages = []
-    elif targets:
-        stages = collect_stages(repo, targets, recursive=_flag(args, "recursive"), glob=_flag(args, "glob"))
-    else:  # dvc.yaml's stages, as collect_stages would read them: from the index, not parsed a second time
-        here = os.path.abspath(PROJECT_FILE)
-        stages = [stage for stage in repo.index.stages if os.path.abspath(stage.path) == here]
-    return stages if single_item else plan_repro(graph, stages, pipeline=_flag(args, "pipeline"),
-                                                 downstream=downstream)
-
-
-def repro_arguments(arguments: tuple[str, ...]) -> Any:
-    """dvc's command line (after the program) parsed by DVC's own parser; a command other than ``repro`` or
-    ``exp run`` (``exp exec-run``, which runs a queued experiment) reads as a plain ``dvc repro``."""
-    from dvc.cli import parse_args
-
-    try:
-        args = parse_args(list(arguments))
-    except (Exception, SystemExit):  # DVC's parser raises its own error; argparse may exit
-        args = None
-    if getattr(getattr(args, "func", None), "__name__", None) not in REPRO_COMMANDS:
-        return parse_args(["repro"])
-    return args
-
-
-REPRO_COMMANDS = ("CmdRepro", "CmdExperimentsRun")  # dvc repro, dvc exp run: the same options
-
-
-def _will_run(steps: list, graph: Any, force: bool, force_downstream: bool) -> dict[str, str]:
-    """``{stage: "yes" | "maybe"}`` for ``steps`` in order (the first one runs now; a stage left out does not run).
-
-    Read through the outputs' and dependencies' own ``status()``: ``Stage.changed`` asserts that this process
-    holds the repo lock, which the running dvc does. A dependency that a stage planned to run will rewrite
-    tells nothing yet (the running stage's outputs are gone): a stage whose other inputs, definition and
-    outputs are as recorded is ``maybe``."""
-    kinds: dict[str, str] = {}
-    dvc_log = logging.getLogger("dvc")
-    level = dvc_log.level
-    dvc_log.setLevel(logging.WARNING)  # DVC logs each changed dependency at info level
-    try:
-        for i, stage in enumerate(steps):
-            upstream = [dep for dep in graph.successors(stage) if dep.addressing in kinds]
-            forced = force or (force_downstream and any(kinds[dep.addressing] == "yes" for dep in upstream))
-            rewritten = [out.fs_path for dep in upstream for out in dep.outs]
-            if i == 0 or forced or _changed(stage, rewritten):
-                kinds[stage.addressing] = "yes"
-            elif upstream:
-                kinds[stage.addressing] = "maybe"
-    finally:
-        dvc_log.setLevel(level)
-    return kinds
-
-
-def _changed(stage: Any, rewritten: list[str]) -> bool:
-    """What ``Stage.changed`` says, from the stage's definition, its outputs and its dependencies other than
-    those under (or holding) a path in ``rewritten``; a status DVC cannot take counts as changed."""
-    def overlaps(path: str) -> bool:
-        return any(path == other or path.startswith(other + os.sep) or other.startswith(path + os.sep)
-                   for other in rewritten)
-
-    try:
-        if stage.always_changed or stage.changed_stage() or any(out.status() for out in stage.outs):
-            return True
-        return not stage.frozen and any(dep.status() for dep in stage.deps if not overlaps(dep.fs_path))
-    except Exception:  # noqa: BLE001 - DVC's own errors: it will run the stage, or fail on it
-        return True
-
-
-def _modelled_seconds(names: list[str]) -> dict[str, float]:
-    """The cost model's seconds for the fine-tuning stages among ``names`` (on an NVIDIA GPU when the machine
-    has a driver for one, else on the CPU): a first guess, until the stage has run once. Empty when the model
-    cannot say (params that do not load: the stage says why)."""
-    from spanft.errors import SpanftError
-    from spanft.params.estimate import device_steps, run_hours
-    from spanft.params.plan import load_plan
-    from spanft.params.stage import GROUPS, members
-
-    groups = {name.partition("@")[0] for name in names}
-    if not any(group in GROUPS and GROUPS[group].script == "finetune" for group in groups):
-        return {}
-    try:
-        plan = load_plan()
-        kind = "H100" if Path("/proc/driver/nvidia/version").exists() else "CPU"
-        device = next(d for d in device_steps(Path.cwd()) if d.name == kind)
-    except (SpanftError, OSError):
-        return {}
-    found = {group: members(plan, group) for group in groups if group in GROUPS and GROUPS[group].script == "finetune"}
-    seconds = {}
-    for name in names:
-        group, _, key = name.partition("@")
-        if key not in found.get(group, {}):
-            continue
-        study, backbone, task, variant, seed = GROUPS[group].argv(found[group][key])
-        hours = run_hours(plan.find_run(study, backbone, task, variant, int(seed)), plan, device)
-        if hours is not None:
-            seconds[name] = hours * 3600
-    return seconds
 
 
 # ------------------------------------------------------------------------------------------- a stage's part
@@ -537,23 +305,6 @@ def status_lines(root: Path, now: float | None = None) -> list[str]:
         if pid not in logged:
             lines.append(f"dvc {' '.join(arguments)} (pid {pid}): {duration(now - started)} in, no stage started yet")
     return lines or ["no dvc repro or dvc exp run is running here"]
-
-
-def dvc_processes(root: Path) -> Iterator[tuple[int, float, list[str]]]:
-    """``(pid, start time, dvc's arguments)`` of each ``dvc repro`` or ``dvc exp run`` working in ``root``."""
-    import psutil
-
-    real = Path(os.path.realpath(root))
-    for process in psutil.process_iter():
-        try:
-            arguments = dvc_arguments(process.cmdline())
-            command = [arg for arg in arguments or [] if not arg.startswith("-")][:2]
-            if command[:1] == ["repro"] or command == ["exp", "run"]:
-                cwd = Path(process.cwd())
-                if cwd == real or real in cwd.parents:
-                    yield process.pid, process.create_time(), arguments
-        except psutil.Error:  # gone meanwhile, or another user's
-            continue
 
 
 @contextlib.contextmanager

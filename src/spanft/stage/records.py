@@ -7,7 +7,7 @@ do is say what it used. Every stage with params writes ``data/params-used/<stage
 ``dvc.yaml``): the values of the keys it declares, as it read them before its work, in ``dvc.lock``'s own
 layout. :func:`check_lock_records` compares every record that DVC recorded (its hash is the one in
 ``dvc.lock``) with the params DVC recorded beside it, and names a stage whose two differ. Every stage runs it
-before its work (``params.stage.run_stage``: ``dvc repro dictionary`` after a lie in ``count_ngrams``' entry
+before its work (``stage.run.run_stage``: ``dvc repro dictionary`` after a lie in ``count_ngrams``' entry
 stops in one line, although DVC calls ``count_ngrams`` unchanged), and so do the ``check_params`` stage, keyed
 on the whole of ``params.yaml``, and ``spanft check-params``.
 """
