@@ -155,7 +155,7 @@ def test_the_readme_quotes_the_estimate_of_every_profile():
 
 @pytest.mark.parametrize("startup", [1, 60, 3600])
 def test_plan_says_from_how_many_jobs_at_once_the_fanout_beats_serial(startup):
-    from spanft.params.estimate import run_hours
+    from spanft.cost.estimate import run_hours
 
     tree = copy.deepcopy(EMBEDDED)
     tree["cluster"]["startup_s"] = startup
