@@ -40,6 +40,7 @@ from spanft.cluster.stages import (
     stage_paths,
     stale_training_stages,
 )
+from spanft.cluster.timelimit import signal_lead
 from spanft.cluster.tracking import (
     Active,
     Submitted,
@@ -348,7 +349,7 @@ def send(root: Path, head: HeadState, stale: list[StaleStage], settings: Cluster
     submission = new_submission(folder)
     calls = [StageJob(stage.name, stage.upstream, str(root), head.commit, snap, workspace_of(folder, stage.name),
                       shared_cache, processes, settings.remote, checkpoint_every_s=settings.checkpoint_every_s,
-                      token=submission.name)
+                      token=submission.name, **signal_lead(settings, executor))
              for stage in to_send]
     pin(root, head.commit, submission)
     logging.getLogger("submitit").setLevel(logging.ERROR)  # its "sacct not found" warnings: we ask squeue

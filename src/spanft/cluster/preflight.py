@@ -7,7 +7,8 @@ names the cause and the fix, before the upstream stages run and before a job is 
 - the job folder has room for the checkpoints of the jobs that run at once (from the backbones' sizes);
 - the jobs get this shell's environment: a site's ``SBATCH_EXPORT=NONE`` is lifted for the submission
   (:func:`submission_environment`), and every job checks that it got it;
-- the time limit leaves time to train: time limit - signal lead - start-up >= one checkpoint interval.
+- the time limit leaves time to train: time limit - signal lead (with SLURM's ~30 s slack) - start-up >= one
+  checkpoint interval.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Iterator
 
 import yaml
 
+from spanft.cluster.timelimit import SIGNAL_SLACK_S
 from spanft.errors import SpanftError
 from spanft.params.cluster import ClusterSettings
 
@@ -37,7 +39,7 @@ EXPORT_VARIABLES = ("SBATCH_EXPORT", "SLURM_EXPORT_ENV")  # site defaults that w
 
 def check_time_limit(settings: ClusterSettings, executor: str) -> None:
     """A job must have time to train past its start-up and reach a checkpoint before its time-limit signal."""
-    lead = settings.signal_delay_s if executor == "slurm" else 0
+    lead = settings.signal_delay_s + SIGNAL_SLACK_S if executor == "slurm" else 0  # SLURM signals up to 30 s early
     left = settings.time_min * 60 - lead - settings.startup_s
     if executor == "slurm" and settings.signal_delay_s < 1:
         raise SpanftError("cluster.signal_delay_s 0: SLURM would stop a job at its limit without the signal that "
@@ -45,10 +47,14 @@ def check_time_limit(settings: ClusterSettings, executor: str) -> None:
     if left < settings.checkpoint_every_s:
         raise SpanftError(
             f"cluster.time_min {settings.time_min}: a job has {settings.time_min * 60} s, less the time-limit "
-            f"signal's lead ({lead} s, cluster.signal_delay_s) and its start-up (~{settings.startup_s} s, "
-            f"cluster.startup_s) leaves {left} s to train, under one checkpoint interval "
+            f"signal's lead ({lead} s: cluster.signal_delay_s{_slack(executor)}) and its start-up "
+            f"(~{settings.startup_s} s, cluster.startup_s) leaves {left} s to train, under one checkpoint interval "
             f"({settings.checkpoint_every_s} s, cluster.checkpoint_every_s): raise time_min or lower "
             f"checkpoint_every_s")
+
+
+def _slack(executor: str) -> str:
+    return f" + {SIGNAL_SLACK_S} s, as SLURM sends it on its ~30 s cycle" if executor == "slurm" else ""
 
 
 def _slurm(command: list[str]) -> str | None:

@@ -1,0 +1,81 @@
+"""The time-limit signal in a job: the training that listens saves before the requeue (spanft.cluster.timelimit)."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from spanft.cluster import job, timelimit
+from spanft.train import saves
+
+LISTENER = """
+import json, os, signal, sys, time
+path = sys.argv[1]
+def tell(saves):
+    with open(path + ".tmp", "w") as handle:
+        json.dump({"pid": os.getpid(), "saves": saves, "checkpoint": f"checkpoint-{saves * 7}"}, handle)
+    os.replace(path + ".tmp", path)
+def save(signum, frame):
+    time.sleep(0.5)  # the optimizer step, then the save
+    tell(1)
+signal.signal(signal.SIGUSR2, save)
+tell(0)
+time.sleep(60)
+"""
+
+
+def _listener(tmp_path):
+    told = tmp_path / timelimit.SIGNAL_FILE
+    process = subprocess.Popen([sys.executable, "-c", LISTENER, str(told)])
+    deadline = time.monotonic() + 20
+    while not told.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return process, told
+
+
+def test_the_job_has_the_listening_training_save_before_it_requeues(tmp_path):
+    process, told = _listener(tmp_path)
+    try:
+        started = time.monotonic()
+        said = timelimit.save_before_requeue(told, signal.SIGUSR2, budget_s=20)
+        assert said == "the training saved checkpoint-7" and time.monotonic() - started < 10
+    finally:
+        process.kill()
+        process.wait()
+    assert "has ended: nothing to save" in timelimit.save_before_requeue(told, signal.SIGUSR2, budget_s=20)
+
+
+def test_nothing_listening_or_a_training_that_does_not_save_is_not_waited_for_past_the_budget(tmp_path):
+    assert "no training listening" in timelimit.save_before_requeue(tmp_path / "none", signal.SIGUSR2, 20)
+    sleeper = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGUSR2, "
+                                "signal.SIG_IGN); time.sleep(60)"])
+    try:
+        (tmp_path / "file").write_text(json.dumps({"pid": sleeper.pid, "saves": 0}))
+        started = time.monotonic()
+        said = timelimit.save_before_requeue(tmp_path / "file", signal.SIGUSR2, budget_s=1)
+        assert "did not save within 1 s" in said and time.monotonic() - started < 3
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+@pytest.mark.parametrize("text, seconds", [("0:38", 38), ("12:00:05", 43205), ("1-00:00:00", 86400), ("59", 59),
+                                           ("INVALID", None), ("UNLIMITED", None), ("", None), ("1-x:00", None)])
+def test_slurm_durations_are_read_as_seconds(text, seconds):
+    assert timelimit.slurm_duration_s(text) == seconds
+
+
+def test_the_wait_uses_the_real_time_left_and_keeps_a_margin_for_the_requeue():
+    margin = timelimit.REQUEUE_MARGIN_S
+    assert timelimit.wait_budget_s(20, 38) == 38 - margin  # SLURM's real lead: longer than configured
+    assert timelimit.wait_budget_s(20, None) == 20 - margin  # squeue silent: the configured lead
+    assert timelimit.wait_budget_s(5, 2) == 0
+
+
+def test_the_job_and_the_training_name_the_same_variables():
+    assert (job.SAVE_SIGNAL_ENV, job.SIGNAL_FILE_ENV) == (saves.SAVE_SIGNAL_ENV, saves.SIGNAL_FILE_ENV)
