@@ -193,8 +193,13 @@ def test_a_job_that_ended_badly_without_a_result_fails_at_once(tmp_path, state):
 
     entry = Submitted("glue_sf@tiny-cola-1", _Job(tmp_path, state))
     said = outcome(entry, {})
-    assert said == "cancelled (scancel, or an administrator)" if state == "CANCELLED" else \
-        said.startswith(f"ended without a result ({state.lower()}")
+    assert said == {"CANCELLED": "cancelled (scancel, or an administrator)",
+                    "TIMEOUT": "its time limit, before it could requeue: raise cluster.signal_delay_s or "
+                               "cluster.time_min",
+                    "NODE_FAIL": "its node failed (NODE_FAIL): nothing to change; run spanft fanout again (tell the "
+                                 "administrators if it repeats)",
+                    "OUT_OF_MEMORY": "out of memory: the job used more than its cluster.mem_gb: raise cluster.mem_gb "
+                                     "(--mem-gb)"}[state]
 
 
 def test_a_clean_exit_waits_for_its_result_file_before_it_counts_as_failed(tmp_path, monkeypatch):
@@ -600,8 +605,9 @@ def test_a_job_that_timed_out_too_often_says_how_far_it_got_and_what_to_change(t
 
 
 @pytest.mark.parametrize("err, out, free, said", [
-    ("", "OSError: [Errno 28] No space left on device: '/x'\n", 10**9, "ended without a result: no space left on device"),
-    ("slurmstepd: error: Detected 1 oom-kill event(s)\n", "", 10**9, "out of memory (raise cluster.mem_gb)"),
+    ("", "OSError: [Errno 28] No space left on device: '/x'\n", 10**9, "no space left on device: free space in"),
+    ("slurmstepd: error: Detected 1 oom-kill event(s)\n", "", 10**9, "out of memory: the job used more than its "
+                                                                     "cluster.mem_gb: raise cluster.mem_gb"),
     ("", "", 0, "no space left on device in"),  # .fanout full: the logs themselves are empty
     ("", "", 10**9, "wrote no log: it could not start, or could not write"),
     ("ERROR: failed to reproduce 'x': oops\n", "", 10**9, "ended without a result: ERROR: failed to reproduce"),

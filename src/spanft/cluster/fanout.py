@@ -30,6 +30,7 @@ from filelock import FileLock, Timeout
 from submitit.core.utils import FailedJobError
 
 from spanft.cluster import preflight
+from spanft.cluster.causes import pending_note
 from spanft.cluster.job import StageJob
 from spanft.cluster.processes import run_group
 from spanft.cluster.stages import (
@@ -445,6 +446,7 @@ def watch(submitted: list[Submitted], top_up, total: int, patience_s: float) -> 
                 states = {}
             else:
                 failing_since = None
+            pending_note(getattr(states, "reasons", {}))  # jobs waiting on a drained node, a partition down
             for entry in submitted:
                 if not entry.outcome:
                     entry.outcome = outcome(entry, states)

@@ -25,16 +25,28 @@ from pathlib import Path
 
 from submitit.helpers import Checkpointable
 
+from spanft.cluster.causes import exit_words
 from spanft.cluster.joblock import exclusive
 from spanft.cluster.preflight import check_cache, check_job_environment
 from spanft.cluster.processes import run_group
 from spanft.cluster.stages import run_cached
-from spanft.cluster.timelimit import LOCAL_SIGNAL_DELAY_S, SIGNAL_FILE, save_before_requeue, time_left_s, wait_budget_s
+from spanft.cluster.timelimit import (
+    LOCAL_SIGNAL_DELAY_S,
+    SIGNAL_FILE,
+    save_before_requeue,
+    time_left_s,
+    wait_budget_s,
+)
 from spanft.cluster.workspace import prepare_workspace
 from spanft.errors import SpanftError
 from spanft.params.plan import CHECKPOINTS_DIR
 from spanft.threads import SHARING_ENV, thread_count
-from spanft.train.finished import CHECKPOINT_EVERY_ENV, FINISHED_FILE, KEEP_ENV, finished_run
+from spanft.train.finished import (
+    CHECKPOINT_EVERY_ENV,
+    FINISHED_FILE,
+    KEEP_ENV,
+    finished_run,
+)
 from spanft.train.preflight import RUN_MARKER
 
 SAVE_SIGNAL_ENV = "SPANFT_SAVE_SIGNAL"  # spanft.train.saves's (no torch here: the names are repeated, and tested)
@@ -127,7 +139,7 @@ class StageJob(Checkpointable):
         # training listens for it itself
         code = run_group(["dvc", *args], self.workspace, env, ignore=(time_limit_signal(),))
         if code != 0:
-            raise SpanftError(f"{self.stage}: dvc {args[0]} exited with {code}")
+            raise SpanftError(f"{self.stage}: dvc {args[0]} exited with {exit_words(code)}")
 
 
 ATTEMPT_FILE = ".spanft-attempt.json"  # in a workspace: the stage, commit and snapshot its last attempt ran

@@ -39,7 +39,7 @@ def time_left_s() -> float | None:
         return None
     try:
         said = subprocess.run(["squeue", "--noheader", "--jobs", job, "--format=%L"], capture_output=True, text=True,
-                              stdin=subprocess.DEVNULL, timeout=5).stdout.strip()
+                              stdin=subprocess.DEVNULL, timeout=5, check=False).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return None
     return slurm_duration_s(said)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,9 +38,17 @@ class HeadState:
 def git(root: Path, *args: str) -> str:
     done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
-        message = (done.stderr.strip().splitlines() or ["failed"])[-1]
+        message = (done.stderr.strip().splitlines() or [_died(done.returncode)])[-1]
         raise SpanftError(f"{root}: git {' '.join(args)}: {message}")
     return done.stdout
+
+
+def _died(code: int) -> str:
+    """A git that said nothing: the signal that killed it (a file-size limit's SIGXFSZ), else its status."""
+    try:
+        return f"killed by {signal.Signals(-code).name}" if code < 0 else f"failed (exit {code})"
+    except ValueError:
+        return f"failed (exit {code})"
 
 
 def head_state(root: Path, outputs: list[str], inputs: list[str], allow_dirty: bool) -> HeadState:
