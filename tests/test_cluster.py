@@ -499,6 +499,27 @@ def test_the_join_never_fine_tunes_on_the_head(dvc_head):
         refuse_stale_join(dvc_head, sent)
 
 
+def test_a_history_rewrite_with_equal_contents_still_joins(dvc_head):
+    """`git commit --amend` (a new message) and `git gc --prune` while the jobs ran: the same files, so the
+    join goes on; an amend that changed a file is still refused."""
+    from spanft.cluster.fanout import pin, refuse_stale_join, unpin
+    from spanft.cluster.stages import stage_paths
+
+    sent = head_state(dvc_head, *stage_paths(dvc_head), allow_dirty=False)
+    pin(dvc_head, sent.commit, dvc_head / "jobs" / "20260101-000000-1")
+    git(dvc_head, "commit", "-q", "--amend", "-m", "reworded")
+    git(dvc_head, "reflog", "expire", "--expire=now", "--all")
+    git(dvc_head, "gc", "-q", "--prune=now")
+    unpin(dvc_head)  # as the fan-out does before the join
+    assert git(dvc_head, "rev-parse", "HEAD").strip() != sent.commit
+    refuse_stale_join(dvc_head, sent)
+    (dvc_head / "notes.txt").write_text("n\n")
+    git(dvc_head, "add", "notes.txt")
+    git(dvc_head, "commit", "-q", "--amend", "-m", "with a file more")
+    with pytest.raises(SpanftError, match="the head's commit or files changed after the jobs ended"):
+        refuse_stale_join(dvc_head, sent)
+
+
 # --- checks before anything is spent (spanft.cluster.preflight), failure causes, the watch's deadline ---
 
 

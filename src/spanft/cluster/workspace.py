@@ -83,6 +83,17 @@ def _is_inside(path: str, places: list[str]) -> bool:
     return any(path == place or path.startswith(place.rstrip("/") + "/") for place in places)
 
 
+def same_contents(root: Path, first: str, second: str) -> bool:
+    """Two commits hold the same files (one tree): a ``commit --amend`` or a rebase that changed no file is no
+    change to what the jobs ran. False when either commit is gone (a ``gc --prune`` took it)."""
+    if first == second:
+        return True
+    try:
+        return git(root, "rev-parse", f"{first}^{{tree}}") == git(root, "rev-parse", f"{second}^{{tree}}")
+    except SpanftError:
+        return False
+
+
 def snapshot(head: HeadState, folder: Path) -> Path:
     """Copy the head's ``dvc.lock`` and its allowed changes into ``<folder>/snapshots/<digest>``; return it.
 
