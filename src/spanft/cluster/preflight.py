@@ -2,6 +2,7 @@
 names the cause and the fix, before the upstream stages run and before a job is sent.
 
 - the scheduler answers (``squeue --me``);
+- SLURM takes jobs of these resources, within the partition's MaxTime (a drained node is no mismatch);
 - the job folder and the shared DVC cache (its files and its run-cache) can be written from here; each job checks
   the cache again before it trains (:func:`check_writable`), so an unwritable cache never costs a training;
 - the job folder has room for the checkpoints of the jobs that run at once (from the backbones' sizes);
@@ -24,6 +25,7 @@ from typing import Iterator
 
 import yaml
 
+from spanft.cluster import partition
 from spanft.cluster.timelimit import SIGNAL_SLACK_S
 from spanft.errors import SpanftError
 from spanft.params.cluster import ClusterSettings
@@ -86,19 +88,28 @@ def check_scheduler() -> None:
 def check_resources(settings: ClusterSettings) -> None:
     """SLURM would take a job of these resources (``sbatch --test-only``): a partition that does not exist, more
     CPUs, memory or GPUs than any node has, an account not yours, are told now, not after the upstream stages
-    (nor as jobs that stay pending for ever)."""
+    (nor as jobs that stay pending for ever). A partition whose MaxTime is under ``time_min`` is refused first;
+    a refusal for drained or down nodes that would fit is not: the jobs queue until they return
+    (:mod:`spanft.cluster.partition`)."""
+    partition.check_max_time(settings)
     said = _slurm(["sbatch", "--test-only", "--nodes=1", f"--cpus-per-task={settings.cpus_per_job}",
                    f"--mem={settings.mem_gb}G", f"--time={settings.time_min}", "--job-name=spanft-fanout-check",
                    *([f"--partition={settings.partition}"] if settings.partition else []),
                    *([f"--account={settings.account}"] if settings.account else []),
                    *([f"--gpus-per-node={settings.gpus_per_job}"] if settings.gpus_per_job else []),
                    "--wrap", "true"])
-    if said is not None:
-        raise SpanftError(
-            f"SLURM would refuse the jobs ({said}): {settings.cpus_per_job} CPUs, {settings.mem_gb} GB, "
-            f"{settings.gpus_per_job} GPUs, {settings.time_min} min, partition {settings.partition or '(default)'}"
-            f"; set --partition, --cpus, --mem-gb, --gpus, --time-min (cluster.*) to what `sinfo` offers; nothing "
-            f"was run or sent")
+    if said is None:
+        return
+    held = partition.held_nodes_that_fit(settings)
+    if held:
+        log.info("fanout: SLURM cannot start the jobs now (%s): the nodes that fit are %s; the jobs queue until "
+                 "they return", said, ", ".join(f"{node.name} {node.state}" for node in held[:3]))
+        return
+    raise SpanftError(
+        f"SLURM would refuse the jobs ({said}): {settings.cpus_per_job} CPUs, {settings.mem_gb} GB, "
+        f"{settings.gpus_per_job} GPUs, {settings.time_min} min, partition {settings.partition or '(default)'}"
+        f"{partition.largest(settings)}; set --partition, --cpus, --mem-gb, --gpus, --time-min (cluster.*) to "
+        f"what `sinfo` offers; nothing was run or sent")
 
 
 def check_writable(folder: Path, what: str, fix: str) -> None:
