@@ -7,7 +7,6 @@ from __future__ import annotations
 import logging
 import os
 import subprocess
-from pathlib import Path
 
 import pytest
 from test_fanout import SLURM_SCRIPT, slurm_conf
