@@ -49,14 +49,14 @@ def check_time_limit(settings: ClusterSettings, executor: str) -> None:
     if left < settings.checkpoint_every_s:
         raise SpanftError(
             f"cluster.time_min {settings.time_min}: a job has {settings.time_min * 60} s, less the time-limit "
-            f"signal's lead ({lead} s: cluster.signal_delay_s{_slack(executor)}) and its start-up "
+            f"signal's lead ({lead} s, cluster.signal_delay_s{_slack(executor)}) and its start-up "
             f"(~{settings.startup_s} s, cluster.startup_s) leaves {left} s to train, under one checkpoint interval "
             f"({settings.checkpoint_every_s} s, cluster.checkpoint_every_s): raise time_min or lower "
             f"checkpoint_every_s")
 
 
 def _slack(executor: str) -> str:
-    return f" + {SIGNAL_SLACK_S} s, as SLURM sends it on its ~30 s cycle" if executor == "slurm" else ""
+    return f" + {SIGNAL_SLACK_S} s: SLURM sends it on its ~30 s cycle" if executor == "slurm" else ""
 
 
 def _slurm(command: list[str]) -> str | None:
