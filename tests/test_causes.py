@@ -5,9 +5,11 @@ however the race between the result file and squeue falls."""
 from __future__ import annotations
 
 import logging
+import os
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import pytest
@@ -161,3 +163,40 @@ def test_a_real_file_size_limit_kills_git_and_is_named(tmp_path):
     assert said.endswith("git checkout -q -- big.bin: killed by SIGXFSZ"), said
     assert causes.cause_in([said]).startswith("a file-size limit on the node (ulimit -f)")
     assert causes.exit_words(-25) == "-25 (SIGXFSZ)" and causes.exit_words(2) == "2"
+
+
+EAT = "x = bytearray(600 * 2**20)\nfor i in range(0, len(x), 4096): x[i] = 1\nimport time; time.sleep(30)\n"
+
+
+@pytest.fixture(scope="module")
+def memory_enforced(tmp_path_factory):
+    """A one-node SLURM that kills a job over its --mem, as real clusters do."""
+    from test_fanout import SLURM_SCRIPT, slurm_conf
+
+    saved = os.environ.get("SLURM_ONE_NODE_MEMORY")
+    os.environ["SLURM_ONE_NODE_MEMORY"] = "enforce"
+    try:
+        conf, folder = slurm_conf(tmp_path_factory, nodes=1)
+    finally:
+        os.environ.pop("SLURM_ONE_NODE_MEMORY") if saved is None else os.environ.update(SLURM_ONE_NODE_MEMORY=saved)
+    yield conf
+    subprocess.run(["bash", str(SLURM_SCRIPT), "stop", str(folder)], check=False)
+
+
+def test_on_real_slurm_a_job_over_its_memory_is_named_out_of_memory(memory_enforced, tmp_path, monkeypatch):
+    """SLURM's own words ("exceeded memory limit (... > 209715200), being killed", then a CANCELLED line for the
+    step) name the cause and the setting, not "killed or out of time" nor "cancelled"."""
+    import submitit
+
+    monkeypatch.setenv("SLURM_CONF", memory_enforced)
+    executor = submitit.AutoExecutor(folder=tmp_path / "%j", cluster="slurm")
+    executor.update_parameters(timeout_min=3, slurm_mem="200M", cpus_per_task=1)
+    job = executor.submit(subprocess.check_call, [sys.executable, "-c", EAT])
+    entry = tracking.Submitted("glue_sf@tiny-cola-1", job)
+    deadline = time.monotonic() + 240
+    while not entry.outcome and time.monotonic() < deadline:
+        states = tracking.slurm_states({job.job_id})
+        entry.outcome = tracking.outcome(entry, states)
+        time.sleep(1)
+    assert entry.outcome.startswith("out of memory: the job used more than its cluster.mem_gb (0.2 GiB, SLURM "
+                                    "said): raise cluster.mem_gb"), entry.outcome
