@@ -200,3 +200,26 @@ def test_on_real_slurm_a_job_over_its_memory_is_named_out_of_memory(memory_enfor
         time.sleep(1)
     assert entry.outcome.startswith("out of memory: the job used more than its cluster.mem_gb (0.2 GiB, SLURM "
                                     "said): raise cluster.mem_gb"), entry.outcome
+
+
+def test_on_real_slurm_scancel_is_one_wording_every_time(memory_enforced, tmp_path, monkeypatch):
+    """scancel while the job's command runs: the command dies of SIGTERM and the job writes its result, racing
+    squeue and slurmstepd; three jobs (running or pending), one wording."""
+    import submitit
+
+    monkeypatch.setenv("SLURM_CONF", memory_enforced)
+    executor = submitit.AutoExecutor(folder=tmp_path / "%j", cluster="slurm")
+    executor.update_parameters(timeout_min=20, slurm_mem="200M", cpus_per_task=1)  # no time-limit signal
+    jobs = [executor.submit(subprocess.check_call, ["sleep", "600"]) for _ in range(3)]
+    entries = [tracking.Submitted("glue_sf@tiny-cola-1", job) for job in jobs]
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and not any(Path(job.paths.stdout).exists() for job in jobs):
+        time.sleep(0.5)
+    time.sleep(2)  # the commands run (a job the node has no CPU for yet is cancelled pending)
+    subprocess.run(["scancel", *(job.job_id for job in jobs)], check=True)
+    while time.monotonic() < deadline and not all(entry.outcome for entry in entries):
+        states = tracking.slurm_states({job.job_id for job in jobs})
+        for entry in entries:
+            entry.outcome = entry.outcome or tracking.outcome(entry, states)
+        time.sleep(0.2)
+    assert {entry.outcome for entry in entries} == {causes.CANCELLED}

@@ -102,7 +102,7 @@ def named(state: str, lines: list[str]) -> str | None:
 
 def killed_by_signal(error: str) -> bool:
     """The job's own error says a command died of a signal (negative exit status): SLURM's word may follow."""
-    return re.search(r"exited with -\d+", error) is not None
+    return re.search(r"exited with -\d+|died with <Signals\.", error) is not None
 
 
 def exit_words(code: int) -> str:
