@@ -79,3 +79,35 @@ def test_the_wait_uses_the_real_time_left_and_keeps_a_margin_for_the_requeue():
 
 def test_the_job_and_the_training_name_the_same_variables():
     assert (job.SAVE_SIGNAL_ENV, job.SIGNAL_FILE_ENV) == (saves.SAVE_SIGNAL_ENV, saves.SIGNAL_FILE_ENV)
+
+
+def _agree(rank: int, port: int, out: str) -> None:
+    import torch.distributed as dist
+
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    try:
+        # rank 1 alone got the signal; each process's clock says "due", but only the main process's counts
+        seen = [saves.agreed(due=(rank == 0 and step == 1) or (rank == 1 and step == 0),
+                             signalled=(rank == 1 and step == 2), device="cpu", main=rank == 0)
+                for step in range(3)]
+    finally:
+        dist.destroy_process_group()
+    with open(f"{out}.{rank}", "w", encoding="utf-8") as handle:
+        json.dump(seen, handle)
+
+
+def test_every_process_of_a_distributed_run_takes_the_same_decision(tmp_path):
+    """Under DDP the signal may reach one process: all save at the same step; the wall clock is the main one's."""
+    import socket
+
+    import torch.multiprocessing as mp
+
+    dist = pytest.importorskip("torch.distributed")
+    if not dist.is_gloo_available():
+        pytest.skip("no gloo backend in this torch build")
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    mp.spawn(_agree, args=(port, str(tmp_path / "seen")), nprocs=2, join=True)
+    expected = [[False, False], [True, False], [False, True]]
+    assert [json.loads((tmp_path / f"seen.{rank}").read_text()) for rank in (0, 1)] == [expected, expected]

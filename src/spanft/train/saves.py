@@ -58,7 +58,7 @@ class CheckpointTriggers(TrainerCallback):
 
     def on_step_end(self, args, state, control, **kwargs):
         due = self.every_s > 0 and time.monotonic() - self.last >= self.every_s
-        due, signalled = agreed(due and state.is_world_process_zero, self.signalled, args.device)
+        due, signalled = agreed(due, self.signalled, args.device, main=state.is_world_process_zero)
         if signalled:
             self.signalled, self.for_signal = False, True
         if due or signalled:
@@ -90,13 +90,13 @@ class CheckpointTriggers(TrainerCallback):
             handle.write(json.dumps({"pid": os.getpid(), "saves": self.saves, "checkpoint": checkpoint}))
 
 
-def agreed(main_due: bool, signalled: bool, device) -> tuple[bool, bool]:
-    """(any process's ``main_due``, any process's ``signalled``): only the main process passes its clock's
-    answer, so the first is the main process's; one all-reduce of both flags (themselves in a single process)."""
+def agreed(due: bool, signalled: bool, device, main: bool = True) -> tuple[bool, bool]:
+    """(the main process's ``due``, any process's ``signalled``), the same in every process: one all-reduce of
+    both flags (themselves in a single process)."""
     if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
-        return main_due, signalled
+        return due, signalled
     where = device if dist.get_backend() == "nccl" else "cpu"
-    flags = torch.tensor([int(main_due), int(signalled)], dtype=torch.int32, device=where)
+    flags = torch.tensor([int(due and main), int(signalled)], dtype=torch.int32, device=where)
     dist.all_reduce(flags, op=dist.ReduceOp.MAX)
     return bool(flags[0].item()), bool(flags[1].item())
 
