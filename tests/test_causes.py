@@ -103,11 +103,23 @@ def test_one_scancel_is_one_wording_however_the_race_falls(tmp_path, monkeypatch
 
 
 def test_an_earlier_allocations_requeue_is_no_cause_of_a_later_failure(tmp_path):
-    err = ("slurmstepd: error: *** JOB 12 ON n1 CANCELLED AT 2026-11-29T06:00:00 DUE TO JOB REQUEUE ***\n"
+    """A requeued job appends to its logs: what an earlier allocation said there (as recorded on the one-node
+    SLURM: the requeue's CANCELLED lines, the stage's `terminated (SIGTERM)`) is not the last one's cause."""
+    from spanft.cluster.job import ALLOCATION_START
+
+    err = (f"{ALLOCATION_START} (glue_sf@tiny-cola-1)\n"
+           "slurmstepd-vm: error: *** STEP 4.0 ON vm CANCELLED AT 2026-11-29T07:14:58 DUE TO JOB REQUEUE ***\n"
            "slurmstepd: error: *** JOB 12 ON n1 CANCELLED AT 2026-11-29T06:00:00 DUE TO TIME LIMIT ***\n"
-           "submitit INFO (2026-11-29 06:02:00,000) - Starting with JobEnvironment(job_id=12_0)\n"
-           "spanft: error: params.yaml: hparams.cola.lr must be a number\n")
+           "spanft: error: terminated (SIGTERM)\nsrun: error: vm: task 0: Killed\n"
+           f"{ALLOCATION_START} (glue_sf@tiny-cola-1)\n"
+           "ERROR: failed to reproduce 'glue_sf@tiny-cola-1': exited with 2\n")
     said = _outcome(_Job(tmp_path, SpanftError("s: dvc repro exited with 2"), result=True, err=err), {})
+    assert said == "ERROR: failed to reproduce 'glue_sf@tiny-cola-1': exited with 2"
+    out = ("submitit INFO (2026-11-29 06:02:00,000) - Starting with JobEnvironment(job_id=12_0)\n"
+           "slurmstepd: error: *** JOB 12 ON n1 CANCELLED AT 2026-11-29T06:00:00 DUE TO TIME LIMIT ***\n"
+           "submitit INFO (2026-11-29 06:04:00,000) - Starting with JobEnvironment(job_id=12_0)\n"
+           "spanft: error: params.yaml: hparams.cola.lr must be a number\n")
+    said = _outcome(_Job(tmp_path, SpanftError("s: dvc repro exited with 2"), result=True, out=out), {})
     assert said == "spanft: error: params.yaml: hparams.cola.lr must be a number"
 
 

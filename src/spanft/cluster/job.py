@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import signal
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,6 +50,7 @@ from spanft.train.finished import (
 )
 from spanft.train.preflight import RUN_MARKER
 
+ALLOCATION_START = "spanft fanout job: started"  # the job's first line in its .err (a requeued job appends)
 SAVE_SIGNAL_ENV = "SPANFT_SAVE_SIGNAL"  # spanft.train.saves's (no torch here: the names are repeated, and tested)
 SIGNAL_FILE_ENV = "SPANFT_SIGNAL_FILE"
 
@@ -74,6 +76,7 @@ class StageJob(Checkpointable):
     signal_delay_s: int = LOCAL_SIGNAL_DELAY_S  # the time-limit signal's configured lead (cluster.signal_delay_s)
 
     def __call__(self) -> str:
+        print(f"{ALLOCATION_START} ({self.stage})", file=sys.stderr, flush=True)  # where this allocation's lines begin
         check_job_environment(self.token)
         check_cache(self.cache_dir)  # before anything trains: a run DVC cannot save is a run lost
         workspace = Path(self.workspace)

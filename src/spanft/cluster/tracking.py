@@ -28,6 +28,7 @@ from spanft.params.plan import GROUPS as FINETUNE_GROUPS
 MANIFEST = "jobs.tsv"
 ACTIVE = ("PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "COMPLETING",
           "SUSPENDED", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED")
+ALLOCATION_MARKS = ("Starting with JobEnvironment", "spanft fanout job: started")  # submitit's (.out), the job's (.err)
 CLEAN_EXIT = ("COMPLETED", "FINISHED")  # ended well: its result file may still be on its way (a network filesystem)
 RESULT_GRACE_SECONDS = 30.0
 
@@ -237,7 +238,7 @@ def _last_run(log: Path) -> list[str]:
     """The log lines of the job's last allocation (a requeued job appends to its logs; the requeue's own
     ``CANCELLED ... DUE TO JOB REQUEUE`` is no cause)."""
     lines = _tail(log)
-    starts = [index for index, line in enumerate(lines) if "Starting with JobEnvironment" in line]
+    starts = [index for index, line in enumerate(lines) if any(mark in line for mark in ALLOCATION_MARKS)]
     return [line for line in lines[starts[-1] if starts else 0:] if "DUE TO JOB REQUEUE" not in line]
 
 
@@ -281,8 +282,9 @@ def error_line(text: str) -> str:
 
 
 def log_error(log: Path) -> str | None:
-    """The stage's own error line in the job's log (``spanft: error: ...``), else DVC's (``ERROR: ...``)."""
-    tail = _tail(log)
+    """The stage's own error line in the job's log (``spanft: error: ...``), else DVC's (``ERROR: ...``), of its
+    last allocation (an earlier one's ``terminated (SIGTERM)`` at its requeue is no cause)."""
+    tail = _last_run(log)
     for prefix in ("spanft: error:", "ERROR:"):
         found = [line.strip() for line in tail if line.startswith(prefix)]
         if found:
