@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -111,3 +112,47 @@ def test_every_process_of_a_distributed_run_takes_the_same_decision(tmp_path):
     mp.spawn(_agree, args=(port, str(tmp_path / "seen")), nprocs=2, join=True)
     expected = [[False, False], [True, False], [False, True]]
     assert [json.loads((tmp_path / f"seen.{rank}").read_text()) for rank in (0, 1)] == [expected, expected]
+
+
+class _ListeningStage(job.StageJob):
+    """A StageJob whose stage is a stand-in training (LISTENER) in its workspace; its checkpoint() is the real one."""
+
+    def __call__(self) -> str:
+        told = Path(self.workspace) / timelimit.SIGNAL_FILE
+        subprocess.run([sys.executable, "-c", LISTENER, str(told)], check=False, timeout=600)
+        return "ended"
+
+
+@pytest.fixture(scope="module")
+def one_node(tmp_path_factory):
+    from test_fanout import SLURM_SCRIPT, slurm_conf
+
+    conf, folder = slurm_conf(tmp_path_factory, nodes=1)
+    yield conf
+    subprocess.run(["bash", str(SLURM_SCRIPT), "stop", str(folder)], check=False)
+
+
+def test_on_real_slurm_the_time_limit_signal_has_the_training_save_before_the_requeue(one_node, tmp_path,
+                                                                                      monkeypatch):
+    """SLURM's own --signal, submitit's handler, the job's checkpoint(): the listening process saves, then the
+    job is requeued (and cancelled here)."""
+    import cloudpickle
+    import submitit
+
+    monkeypatch.setenv("SLURM_CONF", one_node)
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the job cannot import this test module
+    try:
+        executor = submitit.AutoExecutor(folder=tmp_path / "%j", cluster="slurm")
+        executor.update_parameters(timeout_min=1, slurm_signal_delay_s=20, cpus_per_task=1)
+        stage = _ListeningStage("glue_sf@x", (), str(tmp_path), "0" * 40, "", str(tmp_path), "", signal_delay_s=20)
+        submitted = executor.submit(stage)
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    deadline = time.monotonic() + 300
+    said = ""
+    while time.monotonic() < deadline and "Requeued job" not in said:
+        time.sleep(1)
+        said = Path(submitted.paths.stdout).read_text() if Path(submitted.paths.stdout).exists() else ""
+    subprocess.run(["scancel", submitted.job_id], check=False)
+    assert "spanft fanout job: time-limit signal: the training saved checkpoint-7; requeueing" in said, said
+    assert said.index("the training saved") < said.index("Requeued job")
