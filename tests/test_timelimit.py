@@ -53,8 +53,8 @@ def test_the_job_has_the_listening_training_save_before_it_requeues(tmp_path):
 
 def test_nothing_listening_or_a_training_that_does_not_save_is_not_waited_for_past_the_budget(tmp_path):
     assert "no training listening" in timelimit.save_before_requeue(tmp_path / "none", signal.SIGUSR2, 20)
-    sleeper = subprocess.Popen([sys.executable, "-c", "import signal, time; signal.signal(signal.SIGUSR2, "
-                                "signal.SIG_IGN); time.sleep(60)"])
+    ignoring = "import signal, time; signal.signal(signal.SIGUSR2, signal.SIG_IGN); time.sleep(60)"
+    sleeper = subprocess.Popen([sys.executable, "-c", ignoring])
     try:
         (tmp_path / "file").write_text(json.dumps({"pid": sleeper.pid, "saves": 0}))
         started = time.monotonic()
