@@ -150,8 +150,14 @@ def test_a_reason_that_may_clear_is_told_once(caplog, monkeypatch):
 
 def test_the_advice_after_too_many_time_outs_fits_the_stage(tmp_path):
     error = UncompletedJobError("Job not requeued because: timed-out too many times.")
-    finetune = _outcome(_Job(tmp_path, error, result=True), {})
-    assert finetune.endswith("then run spanft fanout again (it resumes)")
+    state = tmp_path / "ws" / "data" / "checkpoints" / "glue" / "checkpoint-36" / "trainer_state.json"
+    state.parent.mkdir(parents=True)
+    state.write_text('{"epoch": 1.5, "num_train_epochs": 3, "global_step": 36, "max_steps": 72}')
+    job = _Job(tmp_path, error, result=True)
+    entry = tracking.Submitted("glue_sf@tiny-cola-1", job, workspace=str(tmp_path / "ws"))
+    assert tracking.outcome(entry, {}).endswith("then run spanft fanout again (it resumes)")
+    nothing = _outcome(_Job(tmp_path, error, result=True), {})  # every allocation ended in its start-up
+    assert "no checkpoint written" in nothing and "cluster.startup_s" in nothing and "(it resumes)" not in nothing
     step_cost = _outcome(_Job(tmp_path, error, result=True), {}, stage="step_cost")
     assert step_cost == ("timed out 4 times: step_cost keeps no checkpoint, so each allocation starts it over: raise "
                          "cluster.time_min above its whole run, then run spanft fanout again")
@@ -169,7 +175,8 @@ def test_a_real_file_size_limit_kills_git_and_is_named(tmp_path):
     (repo / "big.bin").unlink()
     script = ("import resource, sys\nresource.setrlimit(resource.RLIMIT_FSIZE, (50_000, 50_000))\n"
               "from spanft.cluster.workspace import git\nfrom pathlib import Path\n"
-              "from spanft.errors import SpanftError\ntry:\n    git(Path(sys.argv[1]), 'checkout', '-q', '--', 'big.bin')\n"
+              "from spanft.errors import SpanftError\n"
+              "try:\n    git(Path(sys.argv[1]), 'checkout', '-q', '--', 'big.bin')\n"
               "except SpanftError as error:\n    print(error)\n")
     said = subprocess.run([sys.executable, "-c", script, str(repo)], capture_output=True, text=True).stdout.strip()
     assert said.endswith("git checkout -q -- big.bin: killed by SIGXFSZ"), said

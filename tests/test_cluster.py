@@ -622,7 +622,9 @@ def test_a_job_that_timed_out_too_often_says_how_far_it_got_and_what_to_change(t
     (tmp_path / "9_0_result.pkl").unlink()
     (tmp_path / "9_0_result.pkl").write_bytes(b"")
     entry = Submitted("glue_sf@tiny-cola-1", _Finished(tmp_path, error), workspace=str(tmp_path / "none"))
-    assert "with no checkpoint written (each allocation ended before the first)" in outcome(entry, {})
+    said = outcome(entry, {})
+    assert "with no checkpoint written (each allocation ended before the first): raise cluster.time_min (and " \
+           "cluster.startup_s to the real start-up" in said and "(it resumes)" not in said
 
 
 @pytest.mark.parametrize("err, out, free, said", [
