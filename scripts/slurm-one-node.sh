@@ -13,7 +13,9 @@
 #
 # No systemd: each daemon detaches itself and writes its pid file in DIR. The ports are free ones picked at
 # the first start (never SLURM's defaults), so a cluster already on this machine is left alone. The node offers
-# every core and most of the memory, one partition `debug`; jobs share the node by CPU (cons_tres, CR_CPU).
+# every core and most of the memory, one partition `debug`; jobs share the node by CPU (cons_tres, CR_CPU). With
+# SLURM_ONE_NODE_MEMORY=enforce in the environment of `start`, memory is counted too (CR_CPU_Memory) and a job
+# over its --mem is killed as on a real cluster (jobacct_gather/linux, OverMemoryKill).
 # A start that fails stops what it started.
 set -euo pipefail
 
@@ -97,8 +99,7 @@ TaskPlugin=task/none
 MpiDefault=none
 SchedulerType=sched/backfill
 SelectType=select/cons_tres
-SelectTypeParameters=CR_CPU
-JobAcctGatherType=jobacct_gather/none
+$(memory_lines)
 AccountingStorageType=accounting_storage/none
 JobCompType=jobcomp/none
 ReturnToService=2
@@ -109,6 +110,14 @@ SlurmdTimeout=30
 $(node_lines "$node" "$cpus" "$mem_mb" "$slurmd_port")
 PartitionName=debug Nodes=$(node_names "$node" | paste -sd,) Default=YES MaxTime=INFINITE State=UP
 EOF
+}
+
+memory_lines() {  # SLURM_ONE_NODE_MEMORY=enforce: memory is a consumable resource and a job over its --mem is killed
+    if [[ "${SLURM_ONE_NODE_MEMORY:-}" == enforce ]]; then
+        printf 'SelectTypeParameters=CR_CPU_Memory\nJobAcctGatherType=jobacct_gather/linux\nJobAcctGatherFrequency=1\nJobAcctGatherParams=OverMemoryKill\n'
+    else
+        printf 'SelectTypeParameters=CR_CPU\nJobAcctGatherType=jobacct_gather/none\n'
+    fi
 }
 
 node_names() {  # one node: this host's name; several: n1, n2, ...

@@ -193,8 +193,13 @@ def test_a_job_that_ended_badly_without_a_result_fails_at_once(tmp_path, state):
 
     entry = Submitted("glue_sf@tiny-cola-1", _Job(tmp_path, state))
     said = outcome(entry, {})
-    assert said == "cancelled (scancel, or an administrator)" if state == "CANCELLED" else \
-        said.startswith(f"ended without a result ({state.lower()}")
+    assert said == {"CANCELLED": "cancelled (scancel, or an administrator)",
+                    "TIMEOUT": "its time limit, before it could requeue: raise cluster.signal_delay_s or "
+                               "cluster.time_min",
+                    "NODE_FAIL": "its node failed (NODE_FAIL): nothing to change; run spanft fanout again (tell the "
+                                 "administrators if it repeats)",
+                    "OUT_OF_MEMORY": "out of memory: the job used more than its cluster.mem_gb: raise cluster.mem_gb "
+                                     "(--mem-gb)"}[state]
 
 
 def test_a_clean_exit_waits_for_its_result_file_before_it_counts_as_failed(tmp_path, monkeypatch):
@@ -494,14 +499,35 @@ def test_the_join_never_fine_tunes_on_the_head(dvc_head):
         refuse_stale_join(dvc_head, sent)
 
 
+def test_a_history_rewrite_with_equal_contents_still_joins(dvc_head):
+    """`git commit --amend` (a new message) and `git gc --prune` while the jobs ran: the same files, so the
+    join goes on; an amend that changed a file is still refused."""
+    from spanft.cluster.fanout import pin, refuse_stale_join, unpin
+    from spanft.cluster.stages import stage_paths
+
+    sent = head_state(dvc_head, *stage_paths(dvc_head), allow_dirty=False)
+    pin(dvc_head, sent.commit, dvc_head / "jobs" / "20260101-000000-1")
+    git(dvc_head, "commit", "-q", "--amend", "-m", "reworded")
+    git(dvc_head, "reflog", "expire", "--expire=now", "--all")
+    git(dvc_head, "gc", "-q", "--prune=now")
+    unpin(dvc_head)  # as the fan-out does before the join
+    assert git(dvc_head, "rev-parse", "HEAD").strip() != sent.commit
+    refuse_stale_join(dvc_head, sent)
+    (dvc_head / "notes.txt").write_text("n\n")
+    git(dvc_head, "add", "notes.txt")
+    git(dvc_head, "commit", "-q", "--amend", "-m", "with a file more")
+    with pytest.raises(SpanftError, match="the head's commit or files changed after the jobs ended"):
+        refuse_stale_join(dvc_head, sent)
+
+
 # --- checks before anything is spent (spanft.cluster.preflight), failure causes, the watch's deadline ---
 
 
 @pytest.mark.parametrize("minutes, delay, startup, every, refused", [
     (1, 90, 60, 1200, True),   # the case a user met: the signal came inside the job's own start-up, for ever
     (60, 90, 60, 1200, False),
-    (30, 90, 60, 1650, False),  # 1800 - 150 = 1650: exactly one interval is enough
-    (30, 90, 60, 1651, True),
+    (30, 90, 60, 1620, False),  # 1800 - (90 + 30) - 60 = 1620: exactly one interval is enough
+    (30, 90, 60, 1621, True),  # SLURM's signal may come 30 s before the configured lead: the check counts it
 ])
 def test_a_time_limit_that_leaves_no_checkpoint_interval_is_refused(minutes, delay, startup, every, refused):
     from spanft.cluster.preflight import check_time_limit
@@ -509,7 +535,7 @@ def test_a_time_limit_that_leaves_no_checkpoint_interval_is_refused(minutes, del
     settings = ClusterSettings(time_min=minutes, signal_delay_s=delay, startup_s=startup, checkpoint_every_s=every)
     if refused:
         with pytest.raises(SpanftError, match=rf"cluster.time_min {minutes}: a job has {minutes * 60} s, .*"
-                                              rf"leaves {minutes * 60 - delay - startup} s to train"):
+                                              rf"leaves {minutes * 60 - delay - 30 - startup} s to train"):
             check_time_limit(settings, "slurm")
     else:
         check_time_limit(settings, "slurm")
@@ -596,12 +622,15 @@ def test_a_job_that_timed_out_too_often_says_how_far_it_got_and_what_to_change(t
     (tmp_path / "9_0_result.pkl").unlink()
     (tmp_path / "9_0_result.pkl").write_bytes(b"")
     entry = Submitted("glue_sf@tiny-cola-1", _Finished(tmp_path, error), workspace=str(tmp_path / "none"))
-    assert "with no checkpoint written (each allocation ended before the first)" in outcome(entry, {})
+    said = outcome(entry, {})
+    assert "with no checkpoint written (each allocation ended before the first): raise cluster.time_min (and " \
+           "cluster.startup_s to the real start-up" in said and "(it resumes)" not in said
 
 
 @pytest.mark.parametrize("err, out, free, said", [
-    ("", "OSError: [Errno 28] No space left on device: '/x'\n", 10**9, "ended without a result: no space left on device"),
-    ("slurmstepd: error: Detected 1 oom-kill event(s)\n", "", 10**9, "out of memory (raise cluster.mem_gb)"),
+    ("", "OSError: [Errno 28] No space left on device: '/x'\n", 10**9, "no space left on device: free space in"),
+    ("slurmstepd: error: Detected 1 oom-kill event(s)\n", "", 10**9, "out of memory: the job used more than its "
+                                                                     "cluster.mem_gb: raise cluster.mem_gb"),
     ("", "", 0, "no space left on device in"),  # .fanout full: the logs themselves are empty
     ("", "", 10**9, "wrote no log: it could not start, or could not write"),
     ("ERROR: failed to reproduce 'x': oops\n", "", 10**9, "ended without a result: ERROR: failed to reproduce"),

@@ -1,20 +1,22 @@
-"""A SLURM time limit shorter than an epoch: every job still finishes, and its run equals an uninterrupted one.
+"""A SLURM time limit at "just fits", shorter than an epoch: every allocation makes progress, every job still
+finishes, and its run equals an uninterrupted one.
 
 A one-node SLURM (scripts/slurm-one-node.sh, its one-node form: the multi-node paths are tests/test_fanout.py's)
-runs a small embedded project whose two fine-tuning runs train for longer than a job may: a time limit of one
-minute and the time-limit signal 20 s before it leave a job 0-30 s of training after its start-up (~15 s here;
-the signal came 10-30 s after submitit started, SLURM checking limits every 30 s or so), less than one epoch
-(~60 s of CoLA's training here, one epoch a run). Jobs checkpoint every 3 s of training (so mid-epoch),
-submitit requeues them on the signal, and each requeue resumes from the last checkpoint. SLURM holds a requeued
-job for two minutes before it may start again; the test lets it start at once (`scontrol update
-StartTime=now`), which changes nothing the jobs see. The runs must end with the metrics, the history (training
-loss included) and the predictions of the same runs trained without interruption.
+runs a small embedded project whose two fine-tuning runs train for longer than a job may. The time limit is the
+smallest the pre-flight accepts: 2 min less the signal's lead (10 s, and SLURM's ~30 s cycle on top), the
+start-up (30 s, generous on a busy machine) and one checkpoint interval (40 s). The signal makes the training
+save at its next step before submitit requeues the job (the job's log says which checkpoint), so every
+allocation ends with a checkpoint later than the one it started from. SLURM holds a requeued job for two
+minutes before it may start again; the test lets it start at once (`scontrol update StartTime=now`), which
+changes nothing the jobs see. The runs must end with the metrics, the history (training loss included) and the
+predictions of the same runs trained without interruption.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import threading
 from pathlib import Path
@@ -41,9 +43,10 @@ def long_epoch_params() -> dict:
     params["tasks"] = {"cola": "glue_data/CoLA"}
     params["studies"]["glue"]["tasks"] = ["cola"]
     params["reports"]["mcnemar_tasks"] = [task for task in params["reports"]["mcnemar_tasks"] if task == "cola"]
-    params["data"]["synthetic"]["train_size"] = 40000  # one epoch of CoLA: longer than any job trains here
+    params["data"]["synthetic"]["train_size"] = 80000  # one epoch of CoLA: longer than any job trains here
     params["hparams"] = {"cola": {**params["hparams"]["cola"], "epochs": 1}}
-    params["cluster"].update({"time_min": 1, "signal_delay_s": 20, "startup_s": 15, "checkpoint_every_s": 3,
+    # just fits: 120 - (10 + 30) - 30 = 40 s, one checkpoint interval
+    params["cluster"].update({"time_min": 2, "signal_delay_s": 10, "startup_s": 30, "checkpoint_every_s": 40,
                               "max_timeouts": 10})
     return params
 
@@ -58,8 +61,8 @@ def start_requeued_jobs_at_once(env: dict, stop: threading.Event) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(not os.environ.get("SPANFT_LONG_TESTS"), reason="about 4 min alone and 6 min of CPU (two minute-long "
-                    "trainings, each twice): SPANFT_LONG_TESTS=1 pytest tests/test_fanout_timelimit.py")
+@pytest.mark.skipif(not os.environ.get("SPANFT_LONG_TESTS"), reason="minutes (two trainings longer than a job may run, "
+                    "each twice): SPANFT_LONG_TESTS=1 pytest tests/test_fanout_timelimit.py")
 def test_a_time_limit_shorter_than_an_epoch_still_finishes_every_run_as_if_uninterrupted(tmp_path_factory, tmp_path):
     conf, folder = slurm_conf(tmp_path_factory, nodes=1)
     try:
@@ -87,7 +90,14 @@ def test_a_time_limit_shorter_than_an_epoch_still_finishes_every_run_as_if_unint
                 assert (project / run / "predictions" / split).read_text() == \
                        (serial / run / "predictions" / split).read_text()
             log = manifest(project)[stage][1]
-            requeued += Path(log).with_suffix(".out").read_text(encoding="utf-8").count("Requeued job")
+            out = Path(log).with_suffix(".out").read_text(encoding="utf-8")
+            requeued += out.count("Requeued job")
+            saved = [int(step) for step in re.findall(r"time-limit signal: the training saved checkpoint-(\d+)", out)]
+            starts = [0, *(int(step) for step in re.findall(r"resuming from \S*checkpoint-(\d+)",
+                                                             Path(log).read_text(encoding="utf-8")))]
+            # every allocation the limit ended saved on the signal, past where it started
+            assert len(saved) == out.count("Requeued job") and all(a < b for a, b in zip(starts, saved)), \
+                (stage, starts, saved)
         assert requeued >= 1 and any(resumed), (requeued, resumed)  # stopped by the limit, resumed mid-epoch
     finally:
         subprocess.run(["bash", str(SLURM_SCRIPT), "stop", str(folder)], check=False)

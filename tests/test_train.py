@@ -6,6 +6,7 @@ import csv
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 from dataclasses import replace
@@ -255,6 +256,51 @@ def test_a_wall_clock_checkpoint_mid_epoch_resumes_to_the_uninterrupted_run(work
     assert _without_time(resumed) == _without_time(reference)
     assert _same_predictions(workspace, "midepoch", "reference")
     assert _curve_files(workspace / "runs/midepoch") == _curve_files(workspace / "runs/reference")
+
+
+class _SignalAtStep(TrainerCallback):
+    """Sends the process a real SIGUSR2 as step ``step`` begins (what SLURM's --signal does to a job)."""
+
+    def __init__(self, step: int):
+        self.step = step
+
+    def on_step_begin(self, args, state, control, **kwargs):
+        if state.global_step == self.step - 1:
+            os.kill(os.getpid(), signal.SIGUSR2)
+
+
+class _StopAfterSave(TrainerCallback):
+    def on_save(self, args, state, control, **kwargs):
+        raise KeyboardInterrupt("the job stops the run once its checkpoint is saved")
+
+
+def test_the_time_limit_signal_saves_at_the_next_step_and_the_run_resumes_to_the_uninterrupted_one(
+        workspace, reference, monkeypatch):
+    """A job's time-limit signal (a real one, to this process) makes the run save at the optimizer step that
+    follows it, mid-epoch, with no wall-clock interval; the run says so in its signal file, and resumed from that
+    checkpoint it ends as the uninterrupted run."""
+    from spanft.train.saves import SAVE_SIGNAL_ENV, SIGNAL_FILE_ENV
+
+    told = workspace / "signal-file.json"
+    monkeypatch.setenv(SAVE_SIGNAL_ENV, "USR2")
+    monkeypatch.setenv(SIGNAL_FILE_ENV, str(told))
+    previous = signal.signal(signal.SIGUSR2, signal.SIG_IGN)  # as a fan-out job's training inherits it
+    try:
+        options = _options(workspace, "runs/signalled", checkpoint_dir=str(workspace / "ckpt/signalled"))
+        with pytest.raises(KeyboardInterrupt):
+            # trigger first, then the stop: the stop sees the checkpoint the signal asked for
+            run_finetune(replace(options, extra_callbacks=[_SignalAtStep(2), _StopAfterSave()]))
+        assert [p.name for p in (workspace / "ckpt/signalled").glob("checkpoint-*")] == ["checkpoint-2"]
+        assert json.loads(told.read_text()) == {"pid": os.getpid(), "saves": 1, "checkpoint": "checkpoint-2"}
+        assert signal.getsignal(signal.SIGUSR2) != signal.SIG_IGN  # still listening: the run did not end
+        signal.signal(signal.SIGUSR2, signal.SIG_IGN)
+        resumed = run_finetune(options)
+    finally:
+        signal.signal(signal.SIGUSR2, previous)
+    assert resumed["resumed_from"] == "checkpoint-2"
+    assert _without_time(resumed) == _without_time(reference)
+    assert _same_predictions(workspace, "signalled", "reference")
+    assert not told.exists()  # training over: nothing left for a job to wait for
 
 
 def test_a_run_told_to_keep_its_checkpoints_marks_itself_finished(workspace, monkeypatch):

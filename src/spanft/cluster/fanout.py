@@ -36,7 +36,7 @@ from spanft.cluster.stages import (
     stage_paths,
     stale_training_stages,
 )
-from spanft.cluster.workspace import HeadState, cache_dir, git, head_state
+from spanft.cluster.workspace import HeadState, cache_dir, git, head_state, same_contents
 from spanft.errors import SpanftError
 from spanft.params.cluster import ClusterSettings
 from spanft.stage.dvc_room import check_dvc_room
@@ -194,7 +194,7 @@ def refuse_stale_join(root: Path, head: HeadState) -> None:
     ran), stop instead of letting the join's ``dvc repro`` run the stages here."""
     now = head_state(root, *stage_paths(root), allow_dirty=True)
     stale, _, _ = stale_training_stages(root)
-    if stale or now.commit != head.commit or now.changed != head.changed:
+    if stale or not same_contents(root, now.commit, head.commit) or now.changed != head.changed:
         what = f"{len(stale)} training stages are stale" if stale else "the head's commit or files changed"
         raise SpanftError(f"{root}: {what} after the jobs ended (did the code or params change while they ran?); "
                           f"the join would fine-tune here: run spanft fanout again")

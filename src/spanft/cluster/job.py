@@ -5,8 +5,9 @@ The job checks that it got the sender's environment and that the shared cache ta
 workspace (:func:`spanft.cluster.workspace.prepare_workspace`), checks out the outputs of the stages it reads
 from the shared cache, and runs ``dvc repro --single-item STAGE``; DVC stores the outputs and a run-cache entry
 in the shared cache, which is all the head needs. On a time limit or a pre-emption, submitit calls
-:meth:`StageJob.checkpoint` and requeues the same job, which resumes from the fine-tuning checkpoint its
-workspace holds (checkpoints are taken every ``checkpoint_every_s`` seconds of training, not only at epoch ends).
+:meth:`StageJob.checkpoint`, which has the training save a checkpoint at its next optimizer step
+(:mod:`spanft.cluster.timelimit`), and requeues the same job, which resumes from the checkpoint its workspace
+holds (checkpoints are also taken every ``checkpoint_every_s`` seconds of training, not only at epoch ends).
 
 The run keeps its checkpoints until DVC has saved it (:mod:`spanft.train.finished`): a job stopped after the
 training finished but before DVC's commit resumes by saving the finished run (``dvc commit``), not by training
@@ -19,16 +20,25 @@ import json
 import os
 import shutil
 import signal
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from submitit.helpers import Checkpointable
 
 from spanft.cluster.claims import release_key
+from spanft.cluster.causes import exit_words
 from spanft.cluster.joblock import exclusive
 from spanft.cluster.preflight import check_cache, check_job_environment
 from spanft.cluster.processes import run_group
 from spanft.cluster.stages import run_cached
+from spanft.cluster.timelimit import (
+    LOCAL_SIGNAL_DELAY_S,
+    SIGNAL_FILE,
+    save_before_requeue,
+    time_left_s,
+    wait_budget_s,
+)
 from spanft.cluster.workspace import checkout_outputs, prepare_workspace
 from spanft.errors import SpanftError
 from spanft.params.plan import CHECKPOINTS_DIR
@@ -40,6 +50,10 @@ from spanft.train.finished import (
     finished_run,
 )
 from spanft.train.preflight import RUN_MARKER
+
+ALLOCATION_START = "spanft fanout job: started"  # the job's first line in its .err (a requeued job appends)
+SAVE_SIGNAL_ENV = "SPANFT_SAVE_SIGNAL"  # spanft.train.saves's (no torch here: the names are repeated, and tested)
+SIGNAL_FILE_ENV = "SPANFT_SIGNAL_FILE"
 
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
@@ -61,8 +75,10 @@ class StageJob(Checkpointable):
     checkpoint_every_s: int = 0  # seconds of training between checkpoints, mid-epoch too (0: epoch ends only)
     token: str = ""  # the sender's environment token (spanft.cluster.preflight.ENVIRONMENT_TOKEN)
     run_key: str = ""  # DVC's run-cache key of the run: its claim in the shared cache (spanft.cluster.claims)
+    signal_delay_s: int = LOCAL_SIGNAL_DELAY_S  # the time-limit signal's configured lead (cluster.signal_delay_s)
 
     def __call__(self) -> str:
+        print(f"{ALLOCATION_START} ({self.stage})", file=sys.stderr, flush=True)  # where this allocation's lines begin
         check_job_environment(self.token)
         check_cache(self.cache_dir)  # before anything trains: a run DVC cannot save is a run lost
         workspace = Path(self.workspace)
@@ -77,7 +93,9 @@ class StageJob(Checkpointable):
         env = {**os.environ, SHARING_ENV: str(self.processes),
                "PYTHONPATH": code,  # the stage scripts import spanft from the commit, not the head's tree
                "DVC_NO_ANALYTICS": "1", "TOKENIZERS_PARALLELISM": "false",
-               KEEP_ENV: "1", CHECKPOINT_EVERY_ENV: str(self.checkpoint_every_s)}
+               KEEP_ENV: "1", CHECKPOINT_EVERY_ENV: str(self.checkpoint_every_s),
+               SAVE_SIGNAL_ENV: time_limit_signal().name, SIGNAL_FILE_ENV: str(workspace / SIGNAL_FILE)}
+        (workspace / SIGNAL_FILE).unlink(missing_ok=True)  # an earlier allocation's training listens no more
         # torch's count is the stage's own (spanft.threads); these keep numpy's BLAS and tokenizers within it too
         env.update({name: str(thread_count(0, env)) for name in THREAD_VARIABLES})
         if self.gpus is not None:
@@ -104,6 +122,14 @@ class StageJob(Checkpointable):
             self._dvc(["push", "--run-cache", "--remote", self.remote, self.stage], env)
         return self.stage
 
+    def checkpoint(self, *args, **kwargs):
+        """The time-limit signal (or a pre-emption's): the training saves at its next step, then submitit
+        requeues this job (:mod:`spanft.cluster.timelimit`)."""
+        budget = wait_budget_s(self.signal_delay_s, time_left_s())
+        said = save_before_requeue(Path(self.workspace) / SIGNAL_FILE, time_limit_signal(), budget)
+        print(f"spanft fanout job: time-limit signal: {said}; requeueing", flush=True)
+        return super().checkpoint(*args, **kwargs)
+
     @staticmethod
     def _finished_before(workspace: Path, attempt: dict) -> bool:
         """An earlier attempt of this very stage, commit and snapshot finished training and left its run."""
@@ -115,11 +141,12 @@ class StageJob(Checkpointable):
 
     def _dvc(self, args: list[str], env: dict) -> None:
         print(f"spanft fanout job: dvc {' '.join(args)}  (in {self.workspace})", flush=True)
-        # SLURM sends the time-limit signal to every process of the job: it is submitit's (it checkpoints and
-        # requeues, and then this job stops dvc's whole process group), not the training's, which it would kill
+        # SLURM sends the time-limit signal to every process of the job: it is submitit's (it has the training
+        # save, requeues, and then this job stops dvc's whole process group); dvc would die of it, and the
+        # training listens for it itself
         code = run_group(["dvc", *args], self.workspace, env, ignore=(time_limit_signal(),))
         if code != 0:
-            raise SpanftError(f"{self.stage}: dvc {args[0]} exited with {code}")
+            raise SpanftError(f"{self.stage}: dvc {args[0]} exited with {exit_words(code)}")
 
 
 ATTEMPT_FILE = ".spanft-attempt.json"  # in a workspace: the stage, commit and snapshot its last attempt ran

@@ -2,12 +2,14 @@
 names the cause and the fix, before the upstream stages run and before a job is sent.
 
 - the scheduler answers (``squeue --me``);
+- SLURM takes jobs of these resources, within the partition's MaxTime (a drained node is no mismatch);
 - the job folder and the shared DVC cache (its files and its run-cache) can be written from here; each job checks
   the cache again before it trains (:func:`check_writable`), so an unwritable cache never costs a training;
 - the job folder has room for the checkpoints of the jobs that run at once (from the backbones' sizes);
 - the jobs get this shell's environment: a site's ``SBATCH_EXPORT=NONE`` is lifted for the submission
   (:func:`submission_environment`), and every job checks that it got it;
-- the time limit leaves time to train: time limit - signal lead - start-up >= one checkpoint interval.
+- the time limit leaves time to train: time limit - signal lead (with SLURM's ~30 s slack) - start-up >= one
+  checkpoint interval.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Iterator
 
 import yaml
 
+from spanft.cluster import partition
+from spanft.cluster.timelimit import SIGNAL_SLACK_S
 from spanft.errors import SpanftError
 from spanft.params.cluster import ClusterSettings
 
@@ -37,7 +41,7 @@ EXPORT_VARIABLES = ("SBATCH_EXPORT", "SLURM_EXPORT_ENV")  # site defaults that w
 
 def check_time_limit(settings: ClusterSettings, executor: str) -> None:
     """A job must have time to train past its start-up and reach a checkpoint before its time-limit signal."""
-    lead = settings.signal_delay_s if executor == "slurm" else 0
+    lead = settings.signal_delay_s + SIGNAL_SLACK_S if executor == "slurm" else 0  # SLURM signals up to 30 s early
     left = settings.time_min * 60 - lead - settings.startup_s
     if executor == "slurm" and settings.signal_delay_s < 1:
         raise SpanftError("cluster.signal_delay_s 0: SLURM would stop a job at its limit without the signal that "
@@ -45,10 +49,14 @@ def check_time_limit(settings: ClusterSettings, executor: str) -> None:
     if left < settings.checkpoint_every_s:
         raise SpanftError(
             f"cluster.time_min {settings.time_min}: a job has {settings.time_min * 60} s, less the time-limit "
-            f"signal's lead ({lead} s, cluster.signal_delay_s) and its start-up (~{settings.startup_s} s, "
-            f"cluster.startup_s) leaves {left} s to train, under one checkpoint interval "
+            f"signal's lead ({lead} s, cluster.signal_delay_s{_slack(executor)}) and its start-up "
+            f"(~{settings.startup_s} s, cluster.startup_s) leaves {left} s to train, under one checkpoint interval "
             f"({settings.checkpoint_every_s} s, cluster.checkpoint_every_s): raise time_min or lower "
             f"checkpoint_every_s")
+
+
+def _slack(executor: str) -> str:
+    return f" + {SIGNAL_SLACK_S} s: SLURM sends it on its ~30 s cycle" if executor == "slurm" else ""
 
 
 def _slurm(command: list[str]) -> str | None:
@@ -80,19 +88,28 @@ def check_scheduler() -> None:
 def check_resources(settings: ClusterSettings) -> None:
     """SLURM would take a job of these resources (``sbatch --test-only``): a partition that does not exist, more
     CPUs, memory or GPUs than any node has, an account not yours, are told now, not after the upstream stages
-    (nor as jobs that stay pending for ever)."""
+    (nor as jobs that stay pending for ever). A partition whose MaxTime is under ``time_min`` is refused first;
+    a refusal for drained or down nodes that would fit is not: the jobs queue until they return
+    (:mod:`spanft.cluster.partition`)."""
+    partition.check_max_time(settings)
     said = _slurm(["sbatch", "--test-only", "--nodes=1", f"--cpus-per-task={settings.cpus_per_job}",
                    f"--mem={settings.mem_gb}G", f"--time={settings.time_min}", "--job-name=spanft-fanout-check",
                    *([f"--partition={settings.partition}"] if settings.partition else []),
                    *([f"--account={settings.account}"] if settings.account else []),
                    *([f"--gpus-per-node={settings.gpus_per_job}"] if settings.gpus_per_job else []),
                    "--wrap", "true"])
-    if said is not None:
-        raise SpanftError(
-            f"SLURM would refuse the jobs ({said}): {settings.cpus_per_job} CPUs, {settings.mem_gb} GB, "
-            f"{settings.gpus_per_job} GPUs, {settings.time_min} min, partition {settings.partition or '(default)'}"
-            f"; set --partition, --cpus, --mem-gb, --gpus, --time-min (cluster.*) to what `sinfo` offers; nothing "
-            f"was run or sent")
+    if said is None:
+        return
+    held = partition.held_nodes_that_fit(settings)
+    if held:
+        log.info("fanout: SLURM cannot start the jobs now (%s): the nodes that fit are %s; the jobs queue until "
+                 "they return", said, ", ".join(f"{node.name} {node.state}" for node in held[:3]))
+        return
+    raise SpanftError(
+        f"SLURM would refuse the jobs ({said}): {settings.cpus_per_job} CPUs, {settings.mem_gb} GB, "
+        f"{settings.gpus_per_job} GPUs, {settings.time_min} min, partition {settings.partition or '(default)'}"
+        f"{partition.largest(settings)}; set --partition, --cpus, --mem-gb, --gpus, --time-min (cluster.*) to "
+        f"what `sinfo` offers; nothing was run or sent")
 
 
 def check_writable(folder: Path, what: str, fix: str) -> None:

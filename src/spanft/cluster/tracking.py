@@ -21,11 +21,14 @@ from pathlib import Path
 import psutil
 import submitit
 
+from spanft.cluster import causes
 from spanft.errors import SpanftError
+from spanft.params.plan import GROUPS as FINETUNE_GROUPS
 
 MANIFEST = "jobs.tsv"
 ACTIVE = ("PENDING", "RUNNING", "REQUEUED", "REQUEUE_HOLD", "REQUEUE_FED", "CONFIGURING", "COMPLETING",
           "SUSPENDED", "RESIZING", "SIGNALING", "STAGE_OUT", "STOPPED")
+ALLOCATION_MARKS = ("Starting with JobEnvironment", "spanft fanout job: started")  # submitit's (.out), the job's (.err)
 CLEAN_EXIT = ("COMPLETED", "FINISHED")  # ended well: its result file may still be on its way (a network filesystem)
 RESULT_GRACE_SECONDS = 30.0
 
@@ -123,7 +126,7 @@ def slurm_states(job_ids: set[str]) -> dict[str, str]:
 
     Raises :class:`SpanftError` when squeue is missing or fails: then nobody can tell which jobs still run.
     """
-    command = ["squeue", "--noheader", "--array", "--states=all", "--format=%i %T", f"--user={getpass.getuser()}"]
+    command = ["squeue", "--noheader", "--array", "--states=all", "--format=%i %T %r", f"--user={getpass.getuser()}"]
     try:
         done = subprocess.run(command, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     except FileNotFoundError:
@@ -132,9 +135,19 @@ def slurm_states(job_ids: set[str]) -> dict[str, str]:
     if done.returncode != 0:
         said = (done.stderr.strip().splitlines() or ["failed"])[-1]
         raise SpanftError(f"squeue failed ({said}): cannot tell whether the SLURM jobs of spanft fanout still run")
-    states = dict(line.split(maxsplit=1) for line in done.stdout.splitlines() if len(line.split()) == 2)
+    rows = [line.split(maxsplit=2) for line in done.stdout.splitlines() if len(line.split()) >= 2]
+    states = {row[0]: row[1] for row in rows}
     # squeue forgets a job some minutes after it ended (MinJobAge): one it does not list has ended
-    return {job: states.get(job, "COMPLETED") for job in job_ids}
+    return States({job: states.get(job, "COMPLETED") for job in job_ids},
+                  {row[0]: row[2] for row in rows if len(row) == 3 and row[0] in job_ids and row[1] == "PENDING"})
+
+
+class States(dict):
+    """Job id -> squeue's state; ``reasons``: job id -> the reason a pending job waits (squeue's ``%r``)."""
+
+    def __init__(self, states: dict[str, str], reasons: dict[str, str] | None = None):
+        super().__init__(states)
+        self.reasons = reasons or {}
 
 
 def scheduler_states(submitted: list[Submitted]) -> dict[str, str] | None:
@@ -148,19 +161,26 @@ def scheduler_states(submitted: list[Submitted]) -> dict[str, str] | None:
 
 
 def outcome(entry: Submitted, states: dict[str, str]) -> str:
-    """'' while the job is queued or running; 'done'; or why it failed, in its real cause's words."""
+    """'' while the job is queued or running; 'done'; or why it failed, in its real cause's words
+    (:mod:`spanft.cluster.causes`: one wording per cause, whichever of the result file and squeue comes first)."""
     job = entry.job
     if job.paths.result_pickle.exists():
+        state = (states.get(job.job_id) or "").upper()
         error = job.exception()
         if error is None:
             return "done"
-        if (states.get(job.job_id) or "").upper() == "CANCELLED":
-            return CANCELLED
         if "timed-out too many times" in str(error):
-            return (f"timed out {entry.max_timeouts + 1} times{progress(Path(entry.workspace))}: raise "
-                    f"cluster.time_min (or cluster.max_timeouts), then run spanft fanout again (it resumes)")
+            return causes.timed_out(entry.stage, entry.max_timeouts + 1, progress(Path(entry.workspace)),
+                                    checkpointed(entry.stage))
+        said = causes.named(state, [*_last_run(job.paths.stderr), *_last_run(job.paths.stdout), str(error)])
+        if said:
+            return said
+        if causes.killed_by_signal(str(error)) and _awaiting_word(entry, state):
+            return ""  # SLURM's own word (the state, slurmstepd's line) may still come
         return log_error(job.paths.stderr) or log_error(job.paths.stdout) or error_line(str(error))
     state = (states.get(job.job_id) or job.state).upper()
+    if state == "PENDING":
+        return _pending(entry, getattr(states, "reasons", {}).get(job.job_id, ""))
     if state in CLEAN_EXIT:
         entry.exited_at = entry.exited_at or time.monotonic()
         if time.monotonic() - entry.exited_at < RESULT_GRACE_SECONDS:
@@ -170,27 +190,37 @@ def outcome(entry: Submitted, states: dict[str, str]) -> str:
     return ""
 
 
-CANCELLED = "cancelled (scancel, or an administrator)"
-SYSTEM_CAUSES = {  # what a log says when the system, not the stage, stopped a job
-    "No space left on device": "no space left on device",
-    "Disk quota exceeded": "disk quota exceeded",
-    "Read-only file system": "a read-only file system",
-    "Out Of Memory": "out of memory (raise cluster.mem_gb)",
-    "oom-kill": "out of memory (raise cluster.mem_gb)",
-    "DUE TO TIME LIMIT": "its time limit, before it could requeue (raise cluster.signal_delay_s or cluster.time_min)",
-    "DUE TO PREEMPTION": "a pre-emption, before it could requeue",
-}
+def _awaiting_word(entry: Submitted, state: str) -> bool:
+    """Still within the grace for SLURM's last word on a job its scheduler has not called ended."""
+    if state not in ACTIVE:
+        return False
+    entry.exited_at = entry.exited_at or time.monotonic()
+    return time.monotonic() - entry.exited_at < RESULT_GRACE_SECONDS
+
+
+def _pending(entry: Submitted, reason: str) -> str:
+    """A job pending for a reason that never clears is cancelled, and named; otherwise still waiting."""
+    said = causes.never_starts(reason)
+    if said:
+        entry.job.cancel(check=False)
+        return said
+    return ""
+
+
+def checkpointed(stage: str) -> bool:
+    """The stage is a fine-tuning run (its job resumes from checkpoints); step_cost starts over."""
+    return stage.split("@")[0] in FINETUNE_GROUPS
+
+
+CANCELLED = causes.CANCELLED
 
 
 def no_result_cause(stderr: Path, stdout: Path, state: str) -> str:
-    """Why a job that left no result ended: the cause its logs name, else the state it ended in."""
-    tails = [_tail(stderr), _tail(stdout)]
-    for needle, cause in SYSTEM_CAUSES.items():
-        for log, tail in zip((stderr, stdout), tails):
-            if any(needle in line for line in tail):
-                return f"ended without a result: {cause} (log {log})"
-    if state == "CANCELLED":
-        return CANCELLED
+    """Why a job that left no result ended: the cause its logs or its state name, else the stage's own error."""
+    tails = [_last_run(stderr), _last_run(stdout)]
+    said = causes.named(state, [*tails[0], *tails[1]])
+    if said:
+        return said
     said = log_error(stderr) or log_error(stdout)
     if said:
         return f"ended without a result: {said}"
@@ -202,6 +232,14 @@ def no_result_cause(stderr: Path, stdout: Path, state: str) -> str:
                 f"{stderr.parent} (a cluster.folder the compute nodes do not see; a site default such as "
                 f"SBATCH_EXPORT=NONE; cluster.setup)")
     return f"ended without a result ({state.lower()}: killed or out of time)"
+
+
+def _last_run(log: Path) -> list[str]:
+    """The log lines of the job's last allocation (a requeued job appends to its logs; the requeue's own
+    ``CANCELLED ... DUE TO JOB REQUEUE`` is no cause)."""
+    lines = _tail(log)
+    starts = [index for index, line in enumerate(lines) if any(mark in line for mark in ALLOCATION_MARKS)]
+    return [line for line in lines[starts[-1] if starts else 0:] if "DUE TO JOB REQUEUE" not in line]
 
 
 def progress(workspace: Path) -> str:
@@ -244,8 +282,9 @@ def error_line(text: str) -> str:
 
 
 def log_error(log: Path) -> str | None:
-    """The stage's own error line in the job's log (``spanft: error: ...``), else DVC's (``ERROR: ...``)."""
-    tail = _tail(log)
+    """The stage's own error line in the job's log (``spanft: error: ...``), else DVC's (``ERROR: ...``), of its
+    last allocation (an earlier one's ``terminated (SIGTERM)`` at its requeue is no cause)."""
+    tail = _last_run(log)
     for prefix in ("spanft: error:", "ERROR:"):
         found = [line.strip() for line in tail if line.startswith(prefix)]
         if found:

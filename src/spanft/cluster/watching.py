@@ -14,6 +14,7 @@ from pathlib import Path
 
 import submitit
 
+from spanft.cluster.causes import pending_note
 from spanft.cluster.stages import StaleStage
 from spanft.cluster.tracking import (
     Active,
@@ -112,6 +113,7 @@ def watch(submitted: list[Submitted], top_up, total: int, patience_s: float) -> 
                 states = {}
             else:
                 failing_since = None
+            pending_note(getattr(states, "reasons", {}))  # jobs waiting on a drained node, a partition down
             for entry in submitted:
                 if not entry.outcome:
                     claimed = getattr(entry.job, "outcome", None)  # a run another head's claim holds

@@ -15,6 +15,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,9 +39,17 @@ class HeadState:
 def git(root: Path, *args: str) -> str:
     done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, stdin=subprocess.DEVNULL)
     if done.returncode != 0:
-        message = (done.stderr.strip().splitlines() or ["failed"])[-1]
+        message = (done.stderr.strip().splitlines() or [_died(done.returncode)])[-1]
         raise SpanftError(f"{root}: git {' '.join(args)}: {message}")
     return done.stdout
+
+
+def _died(code: int) -> str:
+    """A git that said nothing: the signal that killed it (a file-size limit's SIGXFSZ), else its status."""
+    try:
+        return f"killed by {signal.Signals(-code).name}" if code < 0 else f"failed (exit {code})"
+    except ValueError:
+        return f"failed (exit {code})"
 
 
 def head_state(root: Path, outputs: list[str], inputs: list[str], allow_dirty: bool) -> HeadState:
@@ -73,6 +82,17 @@ def head_state(root: Path, outputs: list[str], inputs: list[str], allow_dirty: b
 
 def _is_inside(path: str, places: list[str]) -> bool:
     return any(path == place or path.startswith(place.rstrip("/") + "/") for place in places)
+
+
+def same_contents(root: Path, first: str, second: str) -> bool:
+    """Two commits hold the same files (one tree): a ``commit --amend`` or a rebase that changed no file is no
+    change to what the jobs ran. False when either commit is gone (a ``gc --prune`` took it)."""
+    if first == second:
+        return True
+    try:
+        return git(root, "rev-parse", f"{first}^{{tree}}") == git(root, "rev-parse", f"{second}^{{tree}}")
+    except SpanftError:
+        return False
 
 
 def snapshot(head: HeadState, folder: Path) -> Path:

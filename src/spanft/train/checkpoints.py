@@ -58,44 +58,6 @@ class ElapsedCallback(TrainerCallback):
                 handle.write(json.dumps({"seconds": seconds}))
 
 
-class WallClockSaves(TrainerCallback):
-    """A checkpoint once ``every_s`` seconds of training have passed since the last one, mid-epoch too, so that a
-    job whose time limit is shorter than an epoch still advances from one requeue to the next. Resuming from such
-    a checkpoint continues the same batches (the Trainer skips those of the epoch already seen, and restores the
-    random state), so the run ends as an uninterrupted one would. Every process of a distributed run takes the
-    main process's decision, or the processes would not save together."""
-
-    def __init__(self, every_s: float):
-        self.every_s = every_s
-        self.last = time.monotonic()
-
-    def on_train_begin(self, args, state, control, **kwargs):
-        self.last = time.monotonic()
-
-    def on_step_end(self, args, state, control, **kwargs):
-        due = time.monotonic() - self.last >= self.every_s
-        if _main_says(due):
-            control.should_save = True
-        return control
-
-    def on_save(self, args, state, control, **kwargs):
-        self.last = time.monotonic()
-
-
-def wall_clock_saves(every_s: float) -> list[TrainerCallback]:
-    """The callbacks for checkpoints by wall time: none when ``every_s`` is 0 (epoch ends only)."""
-    return [WallClockSaves(every_s)] if every_s > 0 else []
-
-
-def _main_says(flag: bool) -> bool:
-    """The main process's ``flag``, in every process (itself in a single process)."""
-    if not (dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1):
-        return flag
-    box = [flag]
-    dist.broadcast_object_list(box, src=0)
-    return bool(box[0])
-
-
 def barrier() -> None:
     """Wait for every process of a distributed run (nothing to wait for in a single process)."""
     if dist.is_available() and dist.is_initialized() and dist.get_world_size() > 1:

@@ -53,13 +53,13 @@ from spanft.train.checkpoints import (
     clear_checkpoints,
     elapsed_seconds,
     prepare_checkpoint_dir,
-    wall_clock_saves,
 )
 from spanft.train.curves import TrainingCurves
-from spanft.train.finished import checkpoint_every_s, keep_finished_checkpoints, mark_finished
+from spanft.train.finished import keep_finished_checkpoints, mark_finished
 from spanft.train.options import FinetuneOptions, span_config_for
 from spanft.train.precision import device_name
 from spanft.train.preflight import preflight
+from spanft.train.saves import checkpoint_triggers
 from spanft.train.scoring import nan_to_none, score_split, selection_metrics
 from spanft.threads import use_threads
 from spanft.train.timing import Phases, StepTimer
@@ -155,7 +155,7 @@ def run_finetune(options: FinetuneOptions) -> dict[str, Any]:
         eval_dataset=_model_columns(datasets[selection]),
         data_collator=SpanCollator(tokenizer, max_span_len=span_config.max_span_len),
         compute_metrics=selection_metrics(task, frames[selection]),
-        callbacks=[ElapsedCallback(start, offset), timer, *wall_clock_saves(checkpoint_every_s()),
+        callbacks=[ElapsedCallback(start, offset), timer, *checkpoint_triggers(),
                    *([TrainingCurves(curves)] if main else []), *options.extra_callbacks],
     )
     phases.mark("build model")
