@@ -191,6 +191,8 @@ class SeedTest:
     seeds_b: tuple[int, ...]
     n_examples: int
     columns: int = 1
+    failed_a: tuple[int, ...] = ()  # seeds whose run was no better than a constant predictor (report/degenerate.py)
+    failed_b: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.scores_a) != len(self.seeds_a) or len(self.scores_b) != len(self.seeds_b):
@@ -305,9 +307,10 @@ class SeedTest:
 
 
 def seed_test(scores_a: Sequence[float], scores_b: Sequence[float], seeds_a: Sequence[int],
-              seeds_b: Sequence[int], n_examples: int) -> SeedTest:
+              seeds_b: Sequence[int], n_examples: int, failed_a: Sequence[int] = (),
+              failed_b: Sequence[int] = ()) -> SeedTest:
     return SeedTest(tuple(float(s) for s in scores_a), tuple(float(s) for s in scores_b), tuple(seeds_a),
-                    tuple(seeds_b), n_examples)
+                    tuple(seeds_b), n_examples, failed_a=tuple(failed_a), failed_b=tuple(failed_b))
 
 
 def seed_average(tests: Sequence[SeedTest]) -> SeedTest:
@@ -332,4 +335,5 @@ def seed_average(tests: Sequence[SeedTest]) -> SeedTest:
 
     (scores_a, seeds_a), (scores_b, seeds_b) = averaged("a"), averaged("b")
     return SeedTest(scores_a, scores_b, seeds_a, seeds_b, sum(t.n_examples for t in tests),
-                    sum(t.columns for t in tests))
+                    sum(t.columns for t in tests), tuple(sorted({s for t in tests for s in t.failed_a})),
+                    tuple(sorted({s for t in tests for s in t.failed_b})))

@@ -45,6 +45,7 @@ import math
 from dataclasses import dataclass
 
 from spanft.english import count_of
+from spanft.report import degenerate, reach
 from spanft.report.bootstrap import BootstrapResult
 from spanft.report.printed import end, p_round, signed
 from spanft.report.seedtest import MAX_SEEDS
@@ -161,8 +162,9 @@ class Verdict:
         ours = self._ours() if self.result is not None and not math.isnan(self.gain) else "not computable"
         paper = "—" if math.isnan(self.paper_gain) else f"{signed(self.paper_gain)} pp"
         extra = f"; {self.extra}" if self.extra else ""
-        return (f"**{self.word}** — {self.subject}, {self.comparison} over {self.scope}: {ours}; paper "
-                f"({self.paper_scope}): {paper}{extra} ({self.reason}){self._power()}.")
+        return (f"**{self.word}** — {self.subject}, {self.comparison} over {self.scope}: {ours}"
+                f"{degenerate.words(self.result)}; paper ({self.paper_scope}): {paper}{extra} ({self.reason})"
+                f"{self._power()}.")
 
     def _ours(self) -> str:
         result = self.result
@@ -200,7 +202,8 @@ def power_words(result, paper_gain: float) -> str:
     low, high = result.detectable_range
     text = (f"these runs detect a gain of ±{100 * result.detectable_gain:.1f} pp with 80% power, a rough estimate "
             f"from {result.seeds_tested} seeds per arm (80% range {100 * low:.1f}–{100 * high:.1f} from the "
-            f"uncertain seed sd; per-seed sd {100 * result.sd_a:.1f} baseline, {100 * result.sd_b:.1f} compared)")
+            f"uncertain seed sd; per-seed sd {100 * result.sd_a:.1f} baseline, {100 * result.sd_b:.1f} compared) — "
+            f"{reach.detectable_words(result.seeds_tested)}")
     if math.isnan(paper_gain):
         return text
     if paper_gain == 0:
@@ -209,11 +212,13 @@ def power_words(result, paper_gain: float) -> str:
 
 
 def seeds_words(result, gain: float) -> str:
-    """``17 seeds per arm (6–32)``: the seeds needed for a true ``gain`` (metric units) and their 80% range."""
+    """``17 seeds per arm (6–32; from 3 seeds, such a figure gives 80% power in about 4 of 10 pilots ...)``: the
+    seeds needed for a true ``gain`` (metric units), their 80% range, and what such a figure reaches
+    (:mod:`spanft.report.reach`)."""
     needed = result.seeds_needed(gain)
     fewest, most = result.seeds_range(gain)
     count = f"{needed:,} seeds per arm" if needed is not None else f"more than {MAX_SEEDS:,} seeds per arm"
-    return f"{count} ({_count(fewest)}–{_count(most)})"
+    return f"{count} ({_count(fewest)}–{_count(most)}; {reach.seeds_words(result.seeds_tested)})"
 
 
 def _count(seeds: int | None) -> str:
