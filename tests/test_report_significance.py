@@ -396,3 +396,14 @@ def test_an_averages_nan_resamples_leave_its_floor_at_2_over_finite_plus_1():
     average = mean_of([summarize(0.02, finite, 50), summarize(0.02, with_nan, 50)])
     assert average.finite == 299 and average.p_value == pytest.approx(2 / 300)
     assert average.p_at_floor and bootstrap_p_cell(average) == "≤ 0.00667"
+
+
+def test_a_run_no_better_than_a_constant_predictor_is_named_in_the_verdict_line(tmp_path, segmented):
+    """From the runs' own predictions: SF's seed 2 gets every RTE example wrong (below the majority class)."""
+    for variant, counts in (("baseline", [20, 14, 15]), ("sf", [12, N_EXAMPLES, 13])):
+        for seed, wrong in zip(SEEDS, counts):
+            exact_run(tmp_path / "runs", "glue", "rte", variant, seed, wrong)
+    files = build_reports(glue_params(["rte"]), tmp_path / "runs", segmented)
+    line = next(line for line in files["tables/table1.md"].decode().splitlines() if line.startswith("- **"))
+    assert "degenerate seeds: compared seed 2 (failed run: no better than a constant predictor" in line
+    assert "baseline seed" not in line
