@@ -407,6 +407,8 @@ def test_a_run_no_better_than_a_constant_predictor_is_named_in_the_verdict_line(
     line = next(line for line in files["tables/table1.md"].decode().splitlines() if line.startswith("- **"))
     assert "degenerate seeds: compared seed 2 (failed run: no better than a constant predictor" in line
     assert "baseline seed" not in line
+    table2 = next(line for line in files["tables/table2.md"].decode().splitlines() if line.startswith("- **"))
+    assert "rte: degenerate seeds: compared seed 2 (failed run" in table2
 
 
 def test_a_one_seed_average_is_the_mean_of_its_columns_bootstraps(tmp_path, segmented):

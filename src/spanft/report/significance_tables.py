@@ -14,7 +14,7 @@ import math
 import pandas as pd
 
 from spanft.errors import SpanftError
-from spanft.report import reach
+from spanft.report import degenerate, reach
 from spanft.report.cells import (
     DASH,
     Table,
@@ -186,6 +186,9 @@ def _table2_verdict(context: ReportContext, backbone: str, results: list[tuple[s
             f"significant gain or loss.")
     if untested:
         text += f" Run 2 or more seeds per arm, each with a spread, to test {', '.join(untested)}."
+    flagged = [f"{task}{degenerate.words(result)}" for task, result in tested if degenerate.words(result)]
+    if flagged:
+        text += " " + ". ".join(item.replace("; degenerate", ": degenerate", 1) for item in flagged) + "."
     if neither:
         text += " Inconclusive tasks, " + "; ".join(_task_power(context, backbone, task, result)
                                                    for task, result in neither) + "."
