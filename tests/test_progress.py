@@ -131,19 +131,37 @@ def test_the_summary_prefers_the_headline_file_gains_with_their_intervals(tmp_pa
     reports = tmp_path / "reports"
     reports.mkdir()
     (reports / "headline.json").write_text(json.dumps({
-        "t1": {"gain": 7.9, "low": 6.4, "high": 9.5},
-        "t7": {"vs-cnn-max": {"gain": 2.2, "low": -0.2, "high": 4.7}, "vs-x": {"gain": 3.0, "low": 0.0, "high": 6.2}}}))
-    (reports / "metrics.json").write_text(json.dumps({"glue": {"tiny": {"average": {"diff": 0.079}}}, "profile": "e"}))
+        "data": "synthetic",
+        "t1": {"gain": 7.9, "low": 6.4, "high": 9.5, "what": "SF − baseline"},
+        "t7": {"vs-cnn-max": {"gain": 2.2, "low": -0.2, "high": 4.7, "what": "CNN-CNN − CNN-Max"},
+               "vs-x": {"gain": 3.0, "low": 0.0, "high": 0.03, "what": "CNN-CNN − X"}},
+        "t8": {"gain": -0.0, "low": None, "high": None, "what": "SF − baseline",
+               "note": "no inference (no spread across seeds)"}}))
+    (reports / "metrics.json").write_text(json.dumps({"glue": {"tiny": {"average": {"diff": 0.079}}}, "profile": "e",
+                                                      "data": "real"}))
     gains, where = headline_lines(reports / "headline.json")
-    assert gains == "gain (SF − baseline, x 100) [95% interval]: t1 +7.9 [+6.4, +9.5]; t7.vs-cnn-max +2.2 [-0.2, +4.7]; " \
-                    "t7.vs-x +3.0 [+0.0, +6.2]"
+    # the data's kind; Table 7 named as it compares (encoders), never "SF − baseline"; an end 0.03 as +0.03, 0 as
+    # 0.0 (never +0.0 or -0.0); a tied comparison kept, with why it has no interval
+    assert gains == "gains x 100 [95% interval], synthetic data: checks the machinery, not the method: " \
+                    "t1 SF − baseline +7.9 [+6.4, +9.5]; t7 CNN-CNN − CNN-Max +2.2 [-0.2, +4.7]; " \
+                    "t7 CNN-CNN − X +3.0 [0.0, +0.03]; t8 SF − baseline 0.0 (no inference (no spread across seeds))"
     records = [{"plan": [{"stage": "report", "metrics": [str(reports / "headline.json"), str(reports / "metrics.json")]}]},
                {"start": "report", "at": 1.0}, {"end": "report", "at": 2.0, "status": 0}]
     lines = summary_lines(records, progress_of(records, 0.0, 2.0), "dvc repro")
     assert lines[1:] == [gains, where]
-    assert headline_lines(reports / "metrics.json")[0] == "SF − baseline, mean dev main metric x 100: glue tiny average +7.9"
+    assert headline_lines(reports / "metrics.json")[0] == \
+        "SF − baseline, mean dev main metric x 100, real task data: glue tiny average +7.9"
     (reports / "odd.json").write_text(json.dumps({"glue": 3, "x": {"y": 2.0}, "z": {"w": {"r": {"diff": "a"}}}}))
     assert headline_lines(reports / "odd.json")[0] == "SF − baseline, mean dev main metric x 100: z w r n/a"
+
+
+def test_the_summary_names_each_backbone_and_keeps_an_uncomputable_gain(tmp_path):
+    (tmp_path / "headline.json").write_text(json.dumps({
+        "data": "real", "t1": {"tiny": {"gain": 1.25, "low": -2.75, "high": 5.25, "what": "SF − baseline"},
+                               "tiny-bpe": {"gain": None, "low": None, "high": None, "what": "SF − baseline"}}}))
+    gains, _ = headline_lines(tmp_path / "headline.json")
+    assert gains == "gains x 100 [95% interval], real task data: t1.tiny SF − baseline +1.3 [-2.8, +5.3]; " \
+                    "t1.tiny-bpe SF − baseline not computable"
 
 
 def _under_dvc(root: Path, monkeypatch, first: dict) -> Path:

@@ -214,7 +214,7 @@ def test_table2_counts_only_tasks_with_a_test_and_names_the_test_per_row(tmp_pat
     assert verdict["verdict"] == "partly reproduced"  # not "reproduced": one task was not tested
     table = files["tables/table2.md"].decode()
     assert "test of the mean gain that each row's \"test (SF − baseline)\" column names" in table
-    assert "| Welch t over seeds: no spread, no inference |" in table and "p = 0" not in table
+    assert "| no test: an arm's seeds tie (no spread) |" in table and "p = 0" not in table
     rte = _csv(files, "tables/table2.csv").query("comparison == 'mean gain' and task == 'rte'").iloc[0]
     assert math.isnan(rte["p_value"]) and math.isnan(rte["ci_low_pct"])
     assert rte["gain_pct"] == pytest.approx(100 * (accuracy(8) - accuracy(10)))
@@ -396,3 +396,44 @@ def test_an_averages_nan_resamples_leave_its_floor_at_2_over_finite_plus_1():
     average = mean_of([summarize(0.02, finite, 50), summarize(0.02, with_nan, 50)])
     assert average.finite == 299 and average.p_value == pytest.approx(2 / 300)
     assert average.p_at_floor and bootstrap_p_cell(average) == "≤ 0.00667"
+
+
+def test_a_run_no_better_than_a_constant_predictor_is_named_in_the_verdict_line(tmp_path, segmented):
+    """From the runs' own predictions: SF's seed 2 gets every RTE example wrong (below the majority class)."""
+    for variant, counts in (("baseline", [20, 14, 15]), ("sf", [12, N_EXAMPLES, 13])):
+        for seed, wrong in zip(SEEDS, counts):
+            exact_run(tmp_path / "runs", "glue", "rte", variant, seed, wrong)
+    files = build_reports(glue_params(["rte"]), tmp_path / "runs", segmented)
+    line = next(line for line in files["tables/table1.md"].decode().splitlines() if line.startswith("- **"))
+    assert "degenerate seeds: compared seed 2 (failed run: no better than a constant predictor" in line
+    assert "baseline seed" not in line
+    table2 = next(line for line in files["tables/table2.md"].decode().splitlines() if line.startswith("- **"))
+    assert "rte: degenerate seeds: compared seed 2 (failed run" in table2
+
+
+def test_a_one_seed_average_is_the_mean_of_its_columns_bootstraps(tmp_path, segmented):
+    """Tables 1, 4, 6's Avg with 1 seed per arm: its gain is the mean of the columns' gains (exactly), its interval
+    as wide as independent columns' combine to (the root of the summed squared widths over their count, within
+    Monte Carlo error), centred near the gain, and its p below 0.05 exactly when the interval excludes 0."""
+    wrong = {("rte", "baseline"): 20, ("rte", "sf"): 8, ("mnli", "baseline"): 15, ("mnli", "sf"): 14,
+             ("qnli", "baseline"): 18, ("qnli", "sf"): 12}
+    for (task, variant), count in wrong.items():
+        exact_run(tmp_path / "runs", "glue", task, variant, 1, count)
+    params = glue_params(["rte", "mnli", "qnli"])
+    params["studies"]["glue"]["seeds"] = [1]
+    files = build_reports(params, tmp_path / "runs", segmented)
+    gains = _csv(files, "tables/table1.csv").query("statistic == 'gain'").set_index("column")
+    columns = gains.loc[["rte", "mnli-m", "qnli"]]
+    assert columns["gain_pct"].tolist() == pytest.approx(
+        [100 * (accuracy(wrong[(t, "sf")]) - accuracy(wrong[(t, "baseline")])) for t in ("rte", "mnli", "qnli")])
+    avg = gains.loc["avg"]
+    assert avg["gain_pct"] == pytest.approx(columns["gain_pct"].mean(), abs=2e-6)
+    widths = (columns["ci_high_pct"] - columns["ci_low_pct"]).to_numpy()
+    assert avg["ci_high_pct"] - avg["ci_low_pct"] == pytest.approx(math.sqrt(np.sum(widths ** 2)) / 3, rel=0.2)
+    assert avg["ci_low_pct"] < avg["gain_pct"] < avg["ci_high_pct"]
+    assert (avg["p_value"] < 0.05) == (avg["ci_low_pct"] > 0 or avg["ci_high_pct"] < 0)
+    line = next(line for line in files["tables/table1.md"].decode().splitlines() if line.startswith("- **"))
+    verdict = _csv(files, "tables/verdicts.csv").query("table == 1").iloc[0]
+    four = gains.loc[["rte", "mnli-m", "mnli-mm", "qnli"], "gain_pct"].mean()  # the paper's rule: MNLI twice
+    assert verdict["gain_pct"] == pytest.approx(four, abs=2e-6)
+    assert f"{verdict['gain_pct']:+.1f} pp, example-level 95% CI" in line

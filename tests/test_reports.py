@@ -506,7 +506,7 @@ def test_figure_data_and_metrics(tree):
     base = np.mean([read_metrics(tree, "glue", "tiny", "cola", "baseline", s)["metrics"]["validation"]["mcc"] for s in SEEDS])
     assert cola_glue["baseline"] == pytest.approx(base, abs=1e-6)
     assert cola_glue["diff"] == pytest.approx(cola_glue["sf"] - cola_glue["baseline"], abs=2e-6)
-    assert set(metrics) == {"profile", "glue", "backbones", "snli", "ner"}
+    assert set(metrics) == {"profile", "data", "glue", "backbones", "snli", "ner"} and metrics["data"] == "real"
     assert "average" in metrics["glue"]["tiny"]
 
 
@@ -549,15 +549,18 @@ def test_headline_holds_each_tables_printed_gain(tree):
     print, and the tables' CSV gains (unrounded)."""
     out = tree / "out"
     headline = json.loads((out / "headline.json").read_text())
+    assert headline.pop("data") == "real"  # the small profile's data is real: every gain says which
     assert list(headline) == ["t1", "t4", "t5", "t6", "t7", "t8"]  # tables 2 and 3 judge counts and costs
     assert list(headline["t7"]) == ["vs-cnn-max", "vs-attention-max"]  # several comparisons: one entry each
-    printed = re.compile(r"^- \*\*[^*]+\*\* — .*?: ([+-]\d+\.\d+) pp, (?:example-level )?95% CI \[([^,]+), ([^\]]+)\]")
+    printed = re.compile(r"^- \*\*[^*]+\*\* — .*?, (.*?) over .*?: ([+-]?\d+\.\d+) pp, (?:example-level )?"
+                         r"95% CI \[([^,]+), ([^\]]+)\]")
     for key, entries in headline.items():
         entries = list(entries.values()) if "gain" not in entries else [entries]
+        assert all(e["what"] == ("SF − baseline" if key != "t7" else e["what"]) for e in entries)
         markdown = (out / f"tables/table{key[1:]}.md").read_text()
         lines = [printed.match(line) for line in markdown.splitlines() if line.startswith("- **")]
-        assert [(float(m[1]), float(m[2]), float(m[3])) for m in lines if m] == \
-            [(e["gain"], e["low"], e["high"]) for e in entries], key
+        assert [(m[1], float(m[2]), float(m[3]), float(m[4])) for m in lines if m] == \
+            [(e["what"], e["gain"], e["low"], e["high"]) for e in entries], key
         gains = pd.read_csv(out / f"tables/table{key[1:]}.csv").dropna(subset=["gain_pct"])
         for entry in entries:
             close = (gains["gain_pct"] - entry["gain"]).abs().le(0.05 + 1e-6) \
@@ -804,7 +807,7 @@ def test_gain_rows_are_the_mean_seed_differences_and_the_verdict_follows_the_rul
                           - _seed_mean(tree, "glue", "tiny", task, "baseline", split, metric))
         column_gains[column] = expected
         assert gains.loc[column, "gain_pct"] == pytest.approx(expected, abs=1e-4)  # STS-B: TSV floats keep 6 digits
-        if gains.loc[column, "interval"] == "seeds (Welch t): no spread, no interval":  # an arm's seeds tie
+        if gains.loc[column, "interval"] == "seeds: an arm's seeds tie, no test":  # an arm's seeds tie
             assert np.isnan(gains.loc[column, "ci_low_pct"]) and np.isnan(gains.loc[column, "p_value"])
         else:
             assert gains.loc[column, "ci_low_pct"] <= gains.loc[column, "ci_high_pct"]

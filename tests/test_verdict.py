@@ -155,7 +155,7 @@ def test_an_inconclusive_verdict_says_what_these_runs_could_detect_and_what_the_
     needed = verdict.seeds_needed
     fewest, most = result.seeds_range(0.011)
     assert fewest < needed < most
-    assert f"the paper's +1.1 pp would need {needed} seeds per arm ({fewest}–{most})" in line
+    assert f"the paper's +1.1 pp would need {needed} seeds per arm ({fewest}–{most}; from 3 seeds, such a figure" in line
     record = verdict.record()
     assert record["detectable_gain_pct"] == pytest.approx(100 * d) and record["seeds_needed"] == needed
     assert record["interval"] == "seeds (Welch t)" and record["resamples"] is None

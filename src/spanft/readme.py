@@ -20,6 +20,9 @@ RESULTS = "benchmarks/RESULTS.md"
 FIX = "run `spanft readme` in the project root (it rewrites README.md's generated blocks)"
 QUOTED_FIGURES = "Figures the README quotes"
 SIGNIFICANCE = "The tests side by side"
+STRESS = "Stress slices"
+EQUAL_ARMS = "Equal arms"
+DEGENERATE = "Degenerate seeds:"
 
 
 # ------------------------------------------------------------------------------------------- blocks
@@ -153,8 +156,35 @@ def ablation_block(root: Path) -> str:
 
 
 def significance_block(root: Path) -> str:
-    """The verdict test beside the others, as ``bench_significance.py`` printed it into RESULTS.md."""
-    return section(_read(root, RESULTS), SIGNIFICANCE)
+    """The verdict test beside the others, as ``bench_significance.py`` printed it into RESULTS.md, and the worst
+    false-positive cell of every other story it measured (:func:`worst_stories`)."""
+    results = _read(root, RESULTS)
+    return f"{section(results, SIGNIFICANCE)}\n\n{worst_stories(results)}"
+
+
+def _percent(cell: str) -> float:
+    return float(cell.rstrip("%"))
+
+
+def worst_stories(results: str) -> str:
+    """``Worst Welch false-positive rate in every other story: ...`` from RESULTS.md's stress slices, equal arms
+    and degenerate seeds sections."""
+    parts = []
+    stress = markdown_table(section(results, STRESS), RESULTS)
+    worst = max(stress, key=lambda row: _percent(row["welch"]))
+    parts.append(f"stress slices {worst['welch']}% ({worst['slice']}, {worst['metric']}, dev {worst['dev']})")
+    equal = markdown_table(section(results, EQUAL_ARMS), RESULTS)
+    worst = max(equal, key=lambda row: _percent(row["worst rate (quadrature)"]))
+    parts.append(f"equal arms with unequal seed sds {worst['worst rate (quadrature)']} ({worst['seeds per arm']} "
+                 f"seeds per arm, sd ratio {worst['at sd ratio']})")
+    degenerate = markdown_table(section(results, DEGENERATE), RESULTS)
+    for story in dict.fromkeys(row["story"] for row in degenerate):
+        worst = max((r for r in degenerate if r["story"] == story), key=lambda row: _percent(row["welch size"]))
+        parts.append(f"{story} seeds {worst['welch size']} ({worst['seeds']} seeds, spreads {worst['spreads']})")
+    heading = re.search(rf"^#+ {DEGENERATE}.*?([\d,]+ experiments per row)", results, flags=re.M)
+    count = f", {heading[1]}" if heading else ""
+    return ("Worst Welch false-positive rate in every other story measured (benchmarks/RESULTS.md; degenerate "
+            f"seeds{count}): " + "; ".join(parts))
 
 
 BLOCKS: dict[str, Callable[[Path], str]] = {

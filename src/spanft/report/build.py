@@ -6,7 +6,7 @@ The report stage (``spanft report``) writes, under ``reports/``:
   ``tables/paper_values.csv`` (every number the paper prints, :mod:`spanft.report.paper`),
 - ``figures/figure2.md``, ``figures/figure{3,4}.{png,pdf}`` (:mod:`spanft.report.figures`),
 - ``metrics.json`` (DVC metrics: headline dev scores), ``headline.json`` (DVC metrics: each table's gain with its
-  95% interval, as its verdict line prints it, :func:`headline`), ``plots/spans_per_sentence.csv``,
+  95% interval, as its verdict line prints it, :mod:`spanft.report.headline`), ``plots/spans_per_sentence.csv``,
   ``plots/dictsize_score.csv``, ``plots/training_curves.csv`` (DVC plots; the last: every run's DVCLive curves,
   :mod:`spanft.report.curves`), and ``index.md``, written last: a one-screen summary (profile, inputs, each
   table's verdict, runs no better than a constant predictor), then every file.
@@ -50,6 +50,7 @@ from spanft.report import dev_test_tables, figures, glue_tables, significance_ta
 from spanft.report.cells import NO_VALUE, Table, has_dash, profile_line
 from spanft.report.context import ReportContext
 from spanft.report.curves import training_curves
+from spanft.report.headline import REAL, SYNTHETIC, headline
 from spanft.report.paper import (
     Paper,
     footnotes,
@@ -59,7 +60,6 @@ from spanft.report.paper import (
 )
 from spanft.report.runs import Run
 from spanft.report.trivial import RunCheck, check_runs
-from spanft.report.verdict import Verdict, end, signed
 
 log = logging.getLogger("spanft")
 
@@ -107,7 +107,8 @@ def build_reports(plan: Plan, runs_dir: Path, segmented_dir: Path, *, paper_valu
     files["plots/dictsize_score.csv"] = figures.csv_text(scores).encode()
     files["plots/training_curves.csv"] = figures.csv_text(training_curves(plan, runs_dir)).encode()
     files["metrics.json"] = (json.dumps(headline_metrics(context), indent=2, sort_keys=True) + "\n").encode()
-    files["headline.json"] = (json.dumps(headline(tables), indent=2) + "\n").encode()
+    files["headline.json"] = (json.dumps(headline(tables, context.synthetic), indent=2, ensure_ascii=False)
+                              + "\n").encode()
     _read_dictsize_runs(context)  # Figure 4's runs are checked against constant predictors too
     checks = check_runs(context.all_runs())
     files["index.md"] = index_markdown(profile, list(files), tables, context.all_runs(), checks, corpus).encode()
@@ -177,7 +178,7 @@ def headline_metrics(context: ReportContext) -> dict[str, Any]:
     """Per study / backbone / task: mean dev main metric of baseline and sf over seeds, and sf - baseline;
     GLUE-style studies also get ``average`` (mean over their tasks)."""
     plan = context.plan
-    result: dict[str, Any] = {"profile": plan.profile_label}
+    result: dict[str, Any] = {"profile": plan.profile_label, "data": SYNTHETIC if context.synthetic else REAL}
     for study in HEADLINE_STUDIES:
         seeds = plan.studies[study].seeds
         per_backbone = {}
@@ -206,37 +207,6 @@ def _pair(baseline: float, sf: float) -> dict[str, float | None]:
         return None if value is None or math.isnan(value) else round(value, 6)
 
     return {"baseline": clean(baseline), "sf": clean(sf), "diff": clean(sf - baseline)}
-
-
-# ------------------------------------------------------------------------------------------- headline.json
-
-
-def headline(tables: list[Table]) -> dict[str, Any]:
-    """Each gain a verdict line prints, with its 95% interval, in points as printed (one decimal; an interval end
-    that is not 0 never as 0.0): ``{"t1": {"gain": 7.9, "low": 6.4, "high": 9.5}, ...}``; null where the line has
-    none. Short keys, so that ``dvc exp show`` fits the first tables in 120 columns; a table with several gains
-    nests them under its backbone and the method the gain is over (``t7.vs-cnn-max``), where those differ.
-    Tables 2 and 3 judge counts and costs, not one gain: they have no entry."""
-    result: dict[str, Any] = {}
-    for table in tables:
-        verdicts = [v for v in table.verdicts if isinstance(v, Verdict)]
-        by_backbone = len({v.backbone for v in verdicts}) > 1
-        by_versus = len({v.versus for v in verdicts}) > 1
-        for verdict in verdicts:
-            entry = result.setdefault(f"t{table.number}", {})
-            for part in ([verdict.backbone] if by_backbone else []) + ([f"vs-{verdict.versus}"] if by_versus else []):
-                entry = entry.setdefault(part, {})
-            entry.update(gain=_printed(signed(verdict.gain)), low=_printed(end(verdict.low)),
-                         high=_printed(end(verdict.high)))
-    return result
-
-
-def _printed(text: str) -> float | None:
-    """A printed number back as a number; None for a dash (no value)."""
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 # ------------------------------------------------------------------------------------------- index.md

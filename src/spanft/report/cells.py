@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from spanft.params.plan import CHANGED
+from spanft.report.printed import end, p_round, points, signed
 from spanft.report.runs import Summary
-from spanft.report.verdict import end, interval_level, p_round, signed
+from spanft.report.verdict import interval_level
 
 DASH = "—"
 NO_VALUE = "—: no value; in a paper cell, the paper prints none for that row and column."
@@ -47,7 +48,8 @@ def profile_line(profile: str) -> str:
 
 
 def pct(value: float) -> str:
-    return DASH if value is None or math.isnan(value) else f"{100 * value:.1f}"
+    """A score x 100 as :func:`spanft.report.printed.points` prints it (never ``-0.0``)."""
+    return DASH if value is None or math.isnan(value) else points(100 * value)
 
 
 def paper_cell(value: float) -> str:
@@ -59,7 +61,7 @@ def mean_sd(summary: Summary) -> str:
         return DASH
     if summary.n == 1:
         return pct(summary.mean)
-    return f"{pct(summary.mean)} ± {100 * summary.sd:.1f}"
+    return f"{pct(summary.mean)} ± {points(100 * summary.sd)}"
 
 
 def p_value_cell(value: float) -> str:
@@ -86,7 +88,7 @@ def ci_cell(result) -> str:
 
 def difference(ours: float, paper: float) -> str:
     """``ours − paper`` in points, signed; — when either is missing."""
-    return DASH if math.isnan(ours) or math.isnan(paper) else f"{ours - paper:+.1f}"
+    return DASH if math.isnan(ours) or math.isnan(paper) else signed(ours - paper)
 
 
 def fixed(value: float, decimals: int) -> str:

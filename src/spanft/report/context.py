@@ -26,6 +26,7 @@ for a backbone and method.
 
 from __future__ import annotations
 
+import math
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,7 @@ from spanft.report.paper import Paper, PaperTable
 from spanft.report.runs import Run, decode, load_runs, read_step_costs
 from spanft.report.seedtest import SeedTest, seed_average, seed_test
 from spanft.report.stats import McNemarResult, aligned_predictions, mcnemar_test
+from spanft.report.trivial import TOLERANCE, trivial_score
 
 Comparison = BootstrapResult | SeedTest  # what a gain's cell and verdict read: gain, low, high, p_value, ...
 
@@ -144,8 +146,14 @@ class Comparisons:
             gold, predictions = self._predictions([*runs_a, *runs_b], split)
             scores = [float(metric_from_sums(task, metric, example_statistics(task, metric, gold, pred).sum(axis=0)))
                       for pred in predictions]
-            self._cache[key] = seed_test(scores[:len(runs_a)], scores[len(runs_a):], [r.seed for r in runs_a],
-                                         [r.seed for r in runs_b], len(gold))
+            trivial = trivial_score(task, metric, gold)[0]  # a run no better failed (report/degenerate.py)
+            a, b = scores[:len(runs_a)], scores[len(runs_a):]
+
+            def failed(runs: Sequence[Run], arm: list[float]) -> list[int]:
+                return [run.seed for run, score in zip(runs, arm) if math.isnan(score) or score <= trivial + TOLERANCE]
+
+            self._cache[key] = seed_test(a, b, [r.seed for r in runs_a], [r.seed for r in runs_b], len(gold),
+                                         failed(runs_a, a), failed(runs_b, b))
         return self._cache[key]
 
     def bootstrap(self, runs_a: Sequence[Run], runs_b: Sequence[Run], split: str, metric: str) -> BootstrapResult:

@@ -18,6 +18,7 @@ import pandas as pd
 import yaml
 
 from spanft.errors import SpanftError
+from spanft.report.printed import signed
 
 PAPER_AVERAGE_COLUMNS = ("cola", "sst2", "mnli-m", "mnli-mm", "qnli", "rte", "mrpc", "qqp", "stsb")
 AVERAGE_TOLERANCE = 0.1
@@ -272,7 +273,7 @@ def _cell(value: float, metric: str) -> str:
     if metric == "p-value":
         return f"{value:g}"
     if metric == "gain":
-        return f"{value:+.1f}"
+        return signed(value)
     return f"{value:.1f}" if metric in SCORE_METRICS or metric.startswith("average") else f"{value:g}"
 
 

@@ -17,7 +17,8 @@ gave 3 vs 5 seeds less power than 3 vs 3 (the benchmark's "Unequal arms" section
 ``gain ± t(0.975, df) se``; it excludes 0 exactly when p < 0.05.
 
 **No spread** (:attr:`SeedTest.no_spread`): when every seed of an arm scores the same (likely at 99% accuracy
-on a small dev set), that arm's sample variance is 0, an estimate no test can lean on: the p-value and the
+on a small dev set) — the same up to float rounding (:func:`spreads`), so that averages equal in exact
+arithmetic but a float step apart are tied too — that arm's sample variance is 0, an estimate no test can lean on: the p-value and the
 interval are NaN and the verdict reads "no inference (no spread across seeds)", never p = 0.
 
 Why this test (README "Significance", benchmarks/bench_significance.py): a run's dev score already carries
@@ -56,6 +57,7 @@ POWER = 0.80
 RANGE = 0.80  # the interval of the seed sd (and so of the detectable gain) that the power words print
 MAX_SEEDS = 10_000  # seeds_needed gives up above this many per arm
 GRID = 64  # quadrature points per arm's chi-square
+TIE = 1e-9  # seeds whose scores differ by less than this share (of the largest) are tied: no spread, no test
 
 
 @lru_cache(maxsize=256)
@@ -100,11 +102,19 @@ def welch_arrays(scores_a: np.ndarray, scores_b: np.ndarray) -> tuple[np.ndarray
     v_b = b.var(axis=-1, ddof=1) / k
     gain = b.mean(axis=-1) - a.mean(axis=-1)
     se = np.sqrt(v_a + v_b)
-    spread = (v_a > 0) & (v_b > 0)
+    spread = spreads(a) & spreads(b)
     with np.errstate(divide="ignore", invalid="ignore"):
         df = np.where(spread, (k - 1) * (v_a + v_b) ** 2 / (v_a ** 2 + v_b ** 2), np.nan)
         p = np.where(spread, 2 * special.stdtr(df, -np.abs(gain / se)), np.nan)
     return gain, se, df, np.minimum(1.0, p)
+
+
+def spreads(scores: np.ndarray) -> np.ndarray:
+    """Over the last axis: the scores differ by more than float rounding (:data:`TIE`, relative to the largest
+    magnitude, 1 near 0). Scores equal in exact arithmetic but a float step apart are tied: no test."""
+    scores = np.asarray(scores, dtype=np.float64)
+    scale = np.maximum(1.0, np.abs(scores).max(axis=-1))
+    return np.ptp(scores, axis=-1) > TIE * scale
 
 
 def balanced(seeds: Sequence[int], other: Sequence[int], k: int) -> list[int]:
@@ -181,6 +191,8 @@ class SeedTest:
     seeds_b: tuple[int, ...]
     n_examples: int
     columns: int = 1
+    failed_a: tuple[int, ...] = ()  # seeds whose run was no better than a constant predictor (report/degenerate.py)
+    failed_b: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if len(self.scores_a) != len(self.seeds_a) or len(self.scores_b) != len(self.seeds_b):
@@ -230,7 +242,8 @@ class SeedTest:
     @property
     def no_spread(self) -> bool:
         """An arm's seeds all score the same: its sample variance is 0, and the test makes no inference."""
-        return not (self.sd_a > 0 and self.sd_b > 0)
+        a, b = self.tested
+        return not (bool(spreads(np.array(a))) and bool(spreads(np.array(b))))
 
     @property
     def low(self) -> float:
@@ -294,9 +307,10 @@ class SeedTest:
 
 
 def seed_test(scores_a: Sequence[float], scores_b: Sequence[float], seeds_a: Sequence[int],
-              seeds_b: Sequence[int], n_examples: int) -> SeedTest:
+              seeds_b: Sequence[int], n_examples: int, failed_a: Sequence[int] = (),
+              failed_b: Sequence[int] = ()) -> SeedTest:
     return SeedTest(tuple(float(s) for s in scores_a), tuple(float(s) for s in scores_b), tuple(seeds_a),
-                    tuple(seeds_b), n_examples)
+                    tuple(seeds_b), n_examples, failed_a=tuple(failed_a), failed_b=tuple(failed_b))
 
 
 def seed_average(tests: Sequence[SeedTest]) -> SeedTest:
@@ -321,4 +335,5 @@ def seed_average(tests: Sequence[SeedTest]) -> SeedTest:
 
     (scores_a, seeds_a), (scores_b, seeds_b) = averaged("a"), averaged("b")
     return SeedTest(scores_a, scores_b, seeds_a, seeds_b, sum(t.n_examples for t in tests),
-                    sum(t.columns for t in tests))
+                    sum(t.columns for t in tests), tuple(sorted({s for t in tests for s in t.failed_a})),
+                    tuple(sorted({s for t in tests for s in t.failed_b})))

@@ -14,6 +14,7 @@ import math
 import pandas as pd
 
 from spanft.errors import SpanftError
+from spanft.report import degenerate, reach
 from spanft.report.cells import (
     DASH,
     Table,
@@ -54,8 +55,8 @@ TABLE2_NOTES = [
     "SF − baseline: the task's main metric x 100, mean over seeds, 95% interval and two-sided p of Welch's t over "
     "per-seed scores (README \"Significance\"); the interval excludes 0 exactly when p < 0.05. Detectable: the "
     "smallest gain this test finds with 80% power at the measured per-seed sds (its power with the sds and df "
-    "estimated, as they are), in points; in brackets its 80% range from the uncertain seed sd — with 2 or 3 "
-    "seeds a rough figure. With 1 seed in an arm: the paired bootstrap of dev examples (≤ marks p at its floor "
+    "estimated, as they are), in points; in brackets its 80% range from the uncertain seed sd — a rough figure "
+    "(below: what it reaches). With 1 seed in an arm: the paired bootstrap of dev examples (≤ marks p at its floor "
     "2/(R+1)), which makes no inference about the method; an arm whose seeds all score the same gives no "
     "inference either (no spread across seeds). The verdict counts only tasks with a test over seeds.",
 ]
@@ -108,7 +109,7 @@ def table2(context: ReportContext) -> Table:
         verdicts.append(_table2_verdict(context, backbone, results, paper_row))
     skipped = [task for task in wanted if task not in tasks]
     notes = [] if not skipped else [f"reports.mcnemar_tasks not in the glue study: {', '.join(skipped)}."]
-    return Table(2, title, pd.DataFrame(rows), pd.DataFrame(data), notes + TABLE2_NOTES, verdicts)
+    return Table(2, title, pd.DataFrame(rows), pd.DataFrame(data), notes + TABLE2_NOTES + [reach.note()], verdicts)
 
 
 def _significance_row(context: ReportContext, backbone: str, task: str, seeds: list[int], paper_row):
@@ -185,6 +186,9 @@ def _table2_verdict(context: ReportContext, backbone: str, results: list[tuple[s
             f"significant gain or loss.")
     if untested:
         text += f" Run 2 or more seeds per arm, each with a spread, to test {', '.join(untested)}."
+    flagged = [f"{task}{degenerate.words(result)}" for task, result in tested if degenerate.words(result)]
+    if flagged:
+        text += " " + ". ".join(item.replace("; degenerate", ": degenerate", 1) for item in flagged) + "."
     if neither:
         text += " Inconclusive tasks, " + "; ".join(_task_power(context, backbone, task, result)
                                                    for task, result in neither) + "."

@@ -45,8 +45,10 @@ import math
 from dataclasses import dataclass
 
 from spanft.english import count_of
+from spanft.report import degenerate, reach
 from spanft.report.bootstrap import BootstrapResult
-from spanft.report.seedtest import LEVEL, MAX_SEEDS
+from spanft.report.printed import end, p_round, signed
+from spanft.report.seedtest import MAX_SEEDS
 
 REPRODUCED = "reproduced"
 LARGER = "larger than published"
@@ -160,14 +162,16 @@ class Verdict:
         ours = self._ours() if self.result is not None and not math.isnan(self.gain) else "not computable"
         paper = "—" if math.isnan(self.paper_gain) else f"{signed(self.paper_gain)} pp"
         extra = f"; {self.extra}" if self.extra else ""
-        return (f"**{self.word}** — {self.subject}, {self.comparison} over {self.scope}: {ours}; paper "
-                f"({self.paper_scope}): {paper}{extra} ({self.reason}){self._power()}.")
+        return (f"**{self.word}** — {self.subject}, {self.comparison} over {self.scope}: {ours}"
+                f"{degenerate.words(self.result)}; paper ({self.paper_scope}): {paper}{extra} ({self.reason})"
+                f"{self._power()}.")
 
     def _ours(self) -> str:
         result = self.result
         interval = f"95% CI [{end(self.low)}, {end(self.high)}]"
         if getattr(result, "no_spread", False):
-            return f"{signed(self.gain)} pp over seeds, no interval ({tested(result)}{left_out(result)})"
+            return (f"{signed(self.gain)} pp over seeds, no interval and no test ({seeds(result)}: an arm's seeds "
+                    f"tie{left_out(result)})")
         if self.method_inference:
             return (f"{signed(self.gain)} pp, {interval} over seeds ({tested(result)}, df {result.df:.1f}"
                     f"{left_out(result)}), {p_text(result)}")
@@ -198,7 +202,8 @@ def power_words(result, paper_gain: float) -> str:
     low, high = result.detectable_range
     text = (f"these runs detect a gain of ±{100 * result.detectable_gain:.1f} pp with 80% power, a rough estimate "
             f"from {result.seeds_tested} seeds per arm (80% range {100 * low:.1f}–{100 * high:.1f} from the "
-            f"uncertain seed sd; per-seed sd {100 * result.sd_a:.1f} baseline, {100 * result.sd_b:.1f} compared)")
+            f"uncertain seed sd; per-seed sd {100 * result.sd_a:.1f} baseline, {100 * result.sd_b:.1f} compared) — "
+            f"{reach.detectable_words(result.seeds_tested)}")
     if math.isnan(paper_gain):
         return text
     if paper_gain == 0:
@@ -207,21 +212,28 @@ def power_words(result, paper_gain: float) -> str:
 
 
 def seeds_words(result, gain: float) -> str:
-    """``17 seeds per arm (6–32)``: the seeds needed for a true ``gain`` (metric units) and their 80% range."""
+    """``17 seeds per arm (6–32; from 3 seeds, such a figure gives 80% power in about 4 of 10 pilots ...)``: the
+    seeds needed for a true ``gain`` (metric units), their 80% range, and what such a figure reaches
+    (:mod:`spanft.report.reach`)."""
     needed = result.seeds_needed(gain)
     fewest, most = result.seeds_range(gain)
     count = f"{needed:,} seeds per arm" if needed is not None else f"more than {MAX_SEEDS:,} seeds per arm"
-    return f"{count} ({_count(fewest)}–{_count(most)})"
+    return f"{count} ({_count(fewest)}–{_count(most)}; {reach.seeds_words(result.seeds_tested)})"
 
 
 def _count(seeds: int | None) -> str:
     return f"{seeds:,}" if seeds is not None else f">{MAX_SEEDS:,}"
 
 
+def seeds(result) -> str:
+    """``3 baseline and 3 compared seeds``: the seeds a test over seeds uses."""
+    k = result.seeds_tested
+    return f"{k} baseline and {k} compared seeds"
+
+
 def tested(result) -> str:
     """``Welch t over 3 baseline and 3 compared seeds``."""
-    k = result.seeds_tested
-    return f"Welch t over {k} baseline and {k} compared seeds"
+    return f"Welch t over {seeds(result)}"
 
 
 def left_out(result) -> str:
@@ -236,7 +248,7 @@ def interval_level(result) -> str:
     if result.method_inference:
         return "seeds (Welch t)"
     if getattr(result, "no_spread", False):
-        return "seeds (Welch t): no spread, no interval"
+        return "seeds: an arm's seeds tie, no test"
     if result.runs_resampled:
         return "seeds and examples"
     if result.resampled_b:
@@ -253,33 +265,8 @@ def test_name(result) -> str:
     if result.method_inference:
         return f"Welch t over seeds ({result.seeds_tested} per arm)"
     if getattr(result, "no_spread", False):
-        return "Welch t over seeds: no spread, no inference"
+        return "no test: an arm's seeds tie (no spread)"
     return "example bootstrap, 1 seed: no inference"
-
-
-def signed(value: float) -> str:
-    return "—" if math.isnan(value) else f"{value:+.1f}"
-
-
-def end(value: float) -> str:
-    """An interval end in points: one decimal, but never ``±0.0`` for an end that is not 0 (``+0.03``), and an
-    end at exactly 0 unsigned (``0.0``)."""
-    if math.isnan(value) or value == 0 or abs(value) >= 0.05:
-        return "0.0" if value == 0 else signed(value)
-    return f"{value:+.{-math.floor(math.log10(abs(value)))}f}"
-
-
-def p_round(p: float, digits: int = 2) -> str:
-    """``p`` to ``digits`` significant digits, except that rounding never moves it onto or across 0.05: 0.050016
-    prints ``0.051``, 0.04996 ``0.049`` (an exact 0.05 prints 0.05)."""
-    text = f"{p:.{digits}g}"
-    shown = float(text)
-    step = 10.0 ** (math.floor(math.log10(LEVEL)) - digits + 1)
-    if p > LEVEL >= shown:
-        return f"{LEVEL + step:.{digits}g}"
-    if p < LEVEL <= shown:
-        return f"{LEVEL - step:.{digits}g}"
-    return text
 
 
 def p_text(result: BootstrapResult | None, prefix: str = "p ") -> str:

@@ -27,7 +27,6 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
-import math
 import os
 import sys
 import time
@@ -241,45 +240,24 @@ HEADLINE = "headline.json"  # the report's gains with their intervals, x 100 (re
 
 def headline_lines(metrics: Path) -> list[str]:
     """The headline gains and where the reports are: from ``headline.json`` each table's gain and 95% interval
-    (x 100 as printed), else SF − baseline per study and backbone from the report's metrics (the GLUE-style
-    average where there is one). A file of another shape gives no gains, never an error."""
+    (x 100 as printed, named as its table names it, with the data's kind), else SF − baseline per study and
+    backbone from the report's metrics. A file of another shape gives no gains, never an error."""
     try:
         tree = json.loads(metrics.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return []
     if not isinstance(tree, dict):
         return []
-    if metrics.name == HEADLINE:
-        gains = _interval_gains(tree, "")
-        head = "gain (SF − baseline, x 100) [95% interval]: "
-    else:
-        gains = _study_gains(tree)
-        head = "SF − baseline, mean dev main metric x 100: "
+    from spanft.report.headline import (  # the one printing of a gain (report side)
+        study_gains,
+        summary_gains,
+    )
+
+    head, gains = summary_gains(tree) if metrics.name == HEADLINE else study_gains(tree)
     folder = metrics.parent
     return [f"{head}{'; '.join(gains)}" if gains else "no headline gains",
             f"reports: {folder / 'index.md'} (verdicts with their intervals), {folder / 'tables'}/, "
             f"{folder / 'figures'}/"]
-
-
-def _interval_gains(tree: dict, prefix: str) -> list[str]:
-    if all(isinstance(tree.get(k), (int, float)) for k in ("gain", "low", "high")):
-        return [f"{prefix} {tree['gain']:+.1f} [{tree['low']:+.1f}, {tree['high']:+.1f}]"]
-    return [g for key, sub in tree.items() if isinstance(sub, dict)
-            for g in _interval_gains(sub, f"{prefix}.{key}" if prefix else str(key))]
-
-
-def _study_gains(tree: dict) -> list[str]:
-    gains = []
-    for study, backbones in sorted(tree.items()):
-        for backbone, rows in sorted(backbones.items()) if isinstance(backbones, dict) else []:
-            if not isinstance(rows, dict):
-                continue
-            shown = {"average": rows["average"]} if "average" in rows else rows
-            for row, pair in shown.items():
-                diff = pair.get("diff") if isinstance(pair, dict) else None
-                ok = isinstance(diff, (int, float)) and math.isfinite(diff)
-                gains.append(f"{study} {backbone} {row} {f'{100 * diff:+.1f}' if ok else 'n/a'}")
-    return gains
 
 
 # ------------------------------------------------------------------------------------------- another terminal
