@@ -143,7 +143,7 @@ class _WrittenOut(yaml.SafeDumper):
 
 def params_with(change: Callable[[dict], None]) -> Callable[[Path], None]:
     def setup(root: Path) -> None:
-        tree = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+        tree = yaml.safe_load((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"))
         change(tree)
         text = yaml.dump(tree, Dumper=_WrittenOut, sort_keys=False, allow_unicode=True)
         (root / "params.yaml").write_text(text, encoding="utf-8")
@@ -154,7 +154,7 @@ def params_with(change: Callable[[dict], None]) -> Callable[[Path], None]:
 def params_text(change: Callable[[str], str]) -> Callable[[Path], None]:
     """params.yaml as text, changed as a person or ``dvc exp run -S`` would change it."""
     def setup(root: Path) -> None:
-        (root / "params.yaml").write_text(change((ROOT / "params.yaml").read_text(encoding="utf-8")), encoding="utf-8")
+        (root / "params.yaml").write_text(change((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8")), encoding="utf-8")
 
     return setup
 
@@ -326,7 +326,7 @@ def read_only(name: str) -> Callable[[Path], None]:
 
 
 def with_params(setup: Callable[[Path], None]) -> Callable[[Path], None]:
-    return both(setup, lambda root: (root / "params.yaml").write_bytes((ROOT / "params.yaml").read_bytes()))
+    return both(setup, lambda root: (root / "params.yaml").write_bytes((ROOT / "profiles" / "embedded.yaml").read_bytes()))
 
 
 CONLL_RUN_TOGETHER = ["-DOCSTART- -X- -X- O", "", "Zed NNP B-NP B-PER", "ran VBD B-VP O", ". . O O",

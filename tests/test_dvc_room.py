@@ -24,7 +24,7 @@ MiB = 2**20
 def _project(folder: Path) -> Path:
     """A folder DVC would run a stage in: `.dvc` and a copy of the repo's params.yaml."""
     (folder / ".dvc").mkdir(parents=True)
-    shutil.copy(ROOT / "params.yaml", folder / "params.yaml")
+    shutil.copy(ROOT / "profiles" / "embedded.yaml", folder / "params.yaml")
     return folder
 
 

@@ -32,7 +32,7 @@ from spanft.params.schema import check_params
 from spanft.readme import FIX, find_block
 
 ROOT = Path(__file__).resolve().parents[1]
-EMBEDDED = load_params(ROOT / "params.yaml")
+EMBEDDED = load_params(ROOT / "profiles" / "embedded.yaml")
 
 
 def _plan(tree: dict):

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from spanft.stage.run import run_stage
 
 ROOT = Path(__file__).resolve().parents[1]
-TREE = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+TREE = yaml.safe_load((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"))
 
 
 def _paths(node, prefix=()):
