@@ -10,7 +10,6 @@ from pathlib import Path
 
 from spanft.errors import SpanftError
 
-_KEPT = {".gitkeep", "README.md"}  # what the repository's empty layout folders hold
 
 
 def _dependencies(tree: dict) -> list[tuple[str, str, bool]]:
@@ -29,7 +28,9 @@ def _dependencies(tree: dict) -> list[tuple[str, str, bool]]:
 
 
 def _holds_data(path: Path) -> bool:
-    return path.is_file() or any(child.name not in _KEPT for child in path.iterdir())
+    """A file, or a folder holding more than the layout ships with (a .gitkeep; data/raw's notes, README*)."""
+    return path.is_file() or any(child.name != ".gitkeep" and not child.name.upper().startswith("README")
+                                 for child in path.iterdir())
 
 
 def check_local_sources(tree: dict, path: str | Path, root: str | Path = ".") -> None:
@@ -47,5 +48,5 @@ def check_local_sources(tree: dict, path: str | Path, root: str | Path = ".") ->
             what = "a local source" if needs_data else "a stage dependency in dvc.yaml (an empty folder will do)"
             raise SpanftError(f"{path}: {key}: {value} not found (it is {what}; create it, or correct the path)")
         if needs_data and where.is_dir() and not _holds_data(where):
-            raise SpanftError(f"{path}: {key}: {value} holds no files (a local source: put the data there, see "
-                              f"data/raw/README.md)")
+            raise SpanftError(f"{path}: {key}: {value} holds no files (a local source: put the official files there; "
+                              f"data/raw/ describes the layout)")
