@@ -45,8 +45,8 @@ def check_local_sources(tree: dict, path: str | Path, root: str | Path = ".") ->
             continue
         where = Path(root) / value
         if not where.exists():
-            what = "a local source" if needs_data else "a stage dependency in dvc.yaml (an empty folder will do)"
-            raise SpanftError(f"{path}: {key}: {value} not found (it is {what}; create it, or correct the path)")
+            what = "a local source" if needs_data else "a stage dependency in dvc.yaml: an empty folder will do"
+            raise SpanftError(f"{path}: {key}: {value} not found ({what}; create it, or correct the path)")
         if needs_data and where.is_dir() and not _holds_data(where):
             raise SpanftError(f"{path}: {key}: {value} holds no files (a local source: put the official files there; "
                               f"data/raw/ describes the layout)")
