@@ -100,10 +100,11 @@ def test_the_verdicts_are_the_reports(tmp_path):
 
 
 def _project(tmp_path: Path, readme: str) -> Path:
-    """A project root whose sources are this repo's (copied: the test may edit them) and README ``readme``."""
-    for folder in ("reports", "profiles", "benchmarks/results"):
-        shutil.copytree(ROOT / folder, tmp_path / folder)
-    shutil.copy(ROOT / RESULTS, tmp_path / RESULTS)
+    """A project root whose sources are this repo's as committed (copied: the test may edit them; the working
+    tree's reports/ may be a user's own run) and README ``readme``."""
+    with committed_sources(ROOT) as head:
+        for folder in ("reports", "profiles", "benchmarks"):
+            shutil.copytree(head / folder, tmp_path / folder)
     (tmp_path / "README.md").write_text(readme, encoding="utf-8")
     return tmp_path
 
