@@ -198,6 +198,7 @@ def test_a_typod_key_stops_dvc_repro_of_an_up_to_date_project(tmp_path):
     (project / "pipeline").mkdir()
     shutil.copy(ROOT / "pipeline" / "check_params.py", project / "pipeline" / "check_params.py")
     shutil.copy(ROOT / "profiles" / "embedded.yaml", project / "params.yaml")
+    shutil.copytree(ROOT / "data" / "raw", project / "data" / "raw")  # the local paths params name (dvc.yaml's deps)
     stage = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]["check_params"]
     stage = {**stage, "cmd": stage["cmd"].replace("python", sys.executable, 1), "deps": ["pipeline/check_params.py"]}
     (project / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"check_params": stage}}), encoding="utf-8")
