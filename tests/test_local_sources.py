@@ -76,7 +76,7 @@ def test_a_missing_task_folder_and_an_empty_local_one_are_named(tmp_path, monkey
 def test_a_stage_refuses_before_its_work(tmp_path):
     root = _project(tmp_path, _set("data.dir", "/data/real"))
     out = root / "data" / "params-checked.txt"
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DVC_STAGE": "check_params", "DVC_ROOT": str(root)}
     done = subprocess.run([sys.executable, str(ROOT / "pipeline" / "check_params.py"), str(out)], cwd=root, env=env,
                           capture_output=True, text=True)
     assert done.returncode == 2 and "data.dir: /data/real not found" in done.stderr, done.stderr
