@@ -1,7 +1,7 @@
 """The user's own sequence on a fresh clone keeps the README and params tests green (issue 49): clone, `dvc
 repro`, then `dvc exp run -S dict_size=...`, then `spanft profile small`, running those tests after each. The
-graph is test_graph's reduced one (committed as the embedded profile); the committed reports/ stay the full
-run's, so every quoted number differs from this run's."""
+graph is test_graph's reduced one (written over params.yaml, uncommitted, as a user's edit would be); the
+committed reports/ stay the full run's, so every quoted number differs from this run's."""
 
 from __future__ import annotations
 
@@ -75,15 +75,10 @@ def test_repro_then_exp_run_then_profile_small_leave_the_checks_green(tmp_path):
     subprocess.run(["git", "clone", "-q", "--no-hardlinks", str(ROOT), str(clone)], check=True)
     env = _env(clone, stand_in)
     git = ["git", "-c", "user.email=t@t", "-c", "user.name=t"]
-    # the committed state, reduced: the embedded profile a small graph (in DVC's style), params.yaml its copy,
-    # README blocks written from HEAD's sources; the reports stay the full run's
-    reduced = yaml.safe_dump(reduced_params(), sort_keys=False)
-    for name in ("profiles/embedded.yaml", "params.yaml"):
-        (clone / name).write_text(reduced, encoding="utf-8")
-        _run(clone, env, sys.executable, "scripts/dvc_style_params.py", name)
-    _run(clone, env, *git, "commit", "-qam", "a small graph")
+    # the committed state the lead ships: README blocks written from HEAD's sources
     _run(clone, env, *SPANFT, "readme")
     _run(clone, env, *git, "commit", "-qam", "README blocks from HEAD", "--allow-empty")
+    (clone / "params.yaml").write_text(yaml.safe_dump(reduced_params(), sort_keys=False), encoding="utf-8")
 
     out = _run(clone, env, "dvc", "repro")
     assert out.count("is uncased: case is folded") <= 1  # a by-design warning: once per run
