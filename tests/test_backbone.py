@@ -603,7 +603,7 @@ def test_a_local_backbone_names_its_authors_tokenizer(backbone_cli, fake_hub_mod
 def test_params_name_a_local_backbones_tokenizer(tmp_path):
     from spanft.params.schema import check_params
 
-    tree = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    tree = yaml.safe_load((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"))
     tree["backbones"]["local"] = {"spanbert": {"path": "/models/spanbert", "tokenizer_id": "bert-large-cased",
                                                "tokenizer_revision": "main", "lowercase": False}}
     check_params(tree)

@@ -143,7 +143,7 @@ class _WrittenOut(yaml.SafeDumper):
 
 def params_with(change: Callable[[dict], None]) -> Callable[[Path], None]:
     def setup(root: Path) -> None:
-        tree = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+        tree = yaml.safe_load((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"))
         change(tree)
         text = yaml.dump(tree, Dumper=_WrittenOut, sort_keys=False, allow_unicode=True)
         (root / "params.yaml").write_text(text, encoding="utf-8")
@@ -151,10 +151,21 @@ def params_with(change: Callable[[dict], None]) -> Callable[[Path], None]:
     return setup
 
 
+def params_layout(root: Path) -> None:
+    """The folders and corpus file that root/params.yaml names (check-params refuses a missing one)."""
+    tree = yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8"))
+    data = root / tree["data"]["dir"]
+    for folder in [*tree["tasks"].values(), tree["chunker"]["conll_dir"]]:
+        (data / folder).mkdir(parents=True, exist_ok=True)
+    corpus = root / tree["corpus"]["local_path"]
+    corpus.parent.mkdir(parents=True, exist_ok=True)
+    corpus.write_text(" = Zorbs = \n", encoding="utf-8")
+
+
 def params_text(change: Callable[[str], str]) -> Callable[[Path], None]:
     """params.yaml as text, changed as a person or ``dvc exp run -S`` would change it."""
     def setup(root: Path) -> None:
-        (root / "params.yaml").write_text(change((ROOT / "params.yaml").read_text(encoding="utf-8")), encoding="utf-8")
+        (root / "params.yaml").write_text(change((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8")), encoding="utf-8")
 
     return setup
 
@@ -326,7 +337,7 @@ def read_only(name: str) -> Callable[[Path], None]:
 
 
 def with_params(setup: Callable[[Path], None]) -> Callable[[Path], None]:
-    return both(setup, lambda root: (root / "params.yaml").write_bytes((ROOT / "params.yaml").read_bytes()))
+    return both(setup, lambda root: (root / "params.yaml").write_bytes((ROOT / "profiles" / "embedded.yaml").read_bytes()))
 
 
 CONLL_RUN_TOGETHER = ["-DOCSTART- -X- -X- O", "", "Zed NNP B-NP B-PER", "ran VBD B-VP O", ". . O O",
@@ -656,8 +667,9 @@ CASES = [
          ["backbone", "tiny", "--source", "local", "--path", "models/mödel one", "--out", "bb/tiny ü"], "loads as a backbone",
          status=0, check=backbone_copied("bb/tiny ü")),
     Case("paths", "odd-params-paths", "relative params paths with spaces and non-ASCII",
-         params_with(lambda tree: (tree["data"].update(dir=ODD_PARAMS_PATHS["dir"]),
-                                   tree["corpus"].update(local_path=ODD_PARAMS_PATHS["local_path"]))),
+         both(params_with(lambda tree: (tree["data"].update(dir=ODD_PARAMS_PATHS["dir"]),
+                                        tree["corpus"].update(local_path=ODD_PARAMS_PATHS["local_path"]))),
+              params_layout),
          ["check-params"], "ok", status=0, check=lambda root, done: f"exit 0; `{done.stdout.strip()}`"),
     # -- loading never runs code
     Case("safe loading", "tensors-only-bin", "a backbone whose only weights are a tensors-only pytorch_model.bin "

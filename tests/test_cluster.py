@@ -437,7 +437,7 @@ def test_the_time_limit_signal_reaches_submitit_only():
 def test_a_directory_dvc_cannot_open_is_one_line(tmp_path):
     project = tmp_path / "not-dvc"
     project.mkdir()
-    (project / "params.yaml").write_text((ROOT / "params.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    (project / "params.yaml").write_text((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     git(project, "init", "-q")
     git(project, "add", "-A")
     git(project, "commit", "-qm", "x")
@@ -699,7 +699,7 @@ def test_a_failing_dvc_index_is_one_line(tmp_path, monkeypatch, capsys):
         raise sqlite3.OperationalError("disk I/O error")
 
     monkeypatch.setattr(spanft.cluster.fanout, "fanout", broken)
-    (tmp_path / "params.yaml").write_text((ROOT / "params.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    (tmp_path / "params.yaml").write_text((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     assert main(["fanout", "--root", str(tmp_path), "--executor", "local"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("spanft: error:") and "DVC's index failed (disk I/O error)" in err and "\n" not in err

@@ -24,7 +24,8 @@ MiB = 2**20
 def _project(folder: Path) -> Path:
     """A folder DVC would run a stage in: `.dvc` and a copy of the repo's params.yaml."""
     (folder / ".dvc").mkdir(parents=True)
-    shutil.copy(ROOT / "params.yaml", folder / "params.yaml")
+    shutil.copy(ROOT / "profiles" / "embedded.yaml", folder / "params.yaml")
+    shutil.copytree(ROOT / "data" / "raw", folder / "data" / "raw")  # the local paths params name
     return folder
 
 
@@ -50,7 +51,7 @@ def test_a_stage_under_a_low_file_size_limit_stops_before_its_work_in_one_line(t
     assert low.stderr == (f"spanft: error: the file-size limit (ulimit -f) is 1,048,576 bytes: DVC's index and cache "
                           f"(.dvc/cache, .dvc/tmp, site/repo) need {dvc_room.FLOOR:,} and would fail with 'disk I/O "
                           f"error'; lift it: `ulimit -f unlimited`\n")
-    assert sorted(p.name for p in project.iterdir()) == [".dvc", "params.yaml"]  # it stopped before its work
+    assert sorted(p.name for p in project.iterdir()) == [".dvc", "data", "params.yaml"]  # it stopped before its work
 
     high = _stage_under_limit(_project(tmp_path / "high"), 2 * dvc_room.FLOOR)
     assert high.returncode == 0 and (tmp_path / "high" / "out.txt").exists(), high.stderr[-500:]

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -32,7 +33,7 @@ from spanft.params.schema import check_params
 from spanft.readme import FIX, find_block
 
 ROOT = Path(__file__).resolve().parents[1]
-EMBEDDED = load_params(ROOT / "params.yaml")
+EMBEDDED = load_params(ROOT / "profiles" / "embedded.yaml")
 
 
 def _plan(tree: dict):
@@ -108,9 +109,20 @@ def test_a_gpu_line_through_two_rows(tmp_path):
     assert h100.step_ms("base", 2048, False) == pytest.approx(20 + 0.004 * 2048)
     assert h100.step_ms("base", 2048, True) == pytest.approx(1.1 * (20 + 0.004 * 2048))
     a100 = next(d for d in device_steps(tmp_path) if d.name == "A100")
-    assert a100.step_ms("base", 4096, False) == pytest.approx(110.0)  # the example inputs
-    assert a100.step_ms("base", 4096, True) == pytest.approx(110.0 * 1.1)  # with the H100's span-module ratio
-    assert a100.step_ms("large", 4096, True) == pytest.approx(352.0)  # no H100 large row: no ratio to take
+    ratio = 989 / 312  # NVIDIA's datasheets: dense BF16 tensor peaks, H100 SXM over A100 SXM (TFLOPS)
+    assert a100.step_ms("base", 2048, False) == pytest.approx(ratio * (20 + 0.004 * 2048))
+    assert a100.step_ms("base", 2048, True) == pytest.approx(ratio * 1.1 * (20 + 0.004 * 2048))
+    assert a100.step_ms("large", 4096, True) is None  # no H100 large row: nothing to scale
+    assert "x 3.17" in a100.source and "989 / A100 SXM 312 TFLOPS" in a100.source and "not measured" in a100.source
+
+
+def test_a_backbone_of_unknown_shape_prints_no_disk_figure(tmp_path):
+    tree = yaml.safe_load((ROOT / "profiles" / "small.yaml").read_text(encoding="utf-8"))
+    tree["backbones"]["local"]["minilm"]["path"] = str(tmp_path / "nowhere")  # no config.json to read
+    lines = estimate_lines(_plan(tree), ROOT, "small.yaml")
+    disk = [line for line in lines if line.startswith("Disk")]
+    assert disk == ["Disk: not estimated: shape not known for minilm (no config.json at its path here)"]
+    assert not any("0.00 GB" in line for line in lines)
 
 
 def test_malformed_step_times_are_one_line(tmp_path):

@@ -16,10 +16,11 @@ from dvc.utils.hydra import apply_overrides
 
 from spanft.params.changes import changed_from_profile
 from spanft.params.plan import load_plan
+from spanft.readme import committed
 from spanft.report.cells import profile_line
 
 ROOT = Path(__file__).resolve().parents[1]
-PARAMS_FILES = sorted((ROOT / "profiles").glob("*.yaml")) + [ROOT / "params.yaml"]
+PARAMS_FILES = sorted((ROOT / "profiles").glob("*.yaml"))  # params.yaml: committed as embedded.yaml (below)
 
 
 @pytest.mark.parametrize("path", PARAMS_FILES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -33,7 +34,8 @@ def test_each_params_file_is_a_fixed_point_of_dvcs_round_trip(path, tmp_path):
 
 
 def test_params_yaml_is_the_embedded_profile():
-    assert (ROOT / "params.yaml").read_bytes() == (ROOT / "profiles" / "embedded.yaml").read_bytes()
+    # as committed: a user's `spanft profile small` or `dvc exp run -S` rewrites the working tree's params.yaml
+    assert committed(ROOT, "params.yaml") == (ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8")
 
 
 HEADER_SCRIPT = textwrap.dedent("""\
@@ -88,7 +90,7 @@ def test_changed_params_name_each_leaf_that_differs(tmp_path):
     (tmp_path / "profiles").mkdir()
     shutil.copy(ROOT / "profiles" / "embedded.yaml", tmp_path / "profiles" / "embedded.yaml")
     params = tmp_path / "params.yaml"
-    shutil.copy(ROOT / "params.yaml", params)
+    shutil.copy(ROOT / "profiles" / "embedded.yaml", params)
     assert changed_from_profile(params) == []
     apply_overrides(params, ["hparams.cola.lr=3e-5", "~reports.figure2.examples", "+extra=true",
                              "data.dir=''", "studies.glue.tasks=[cola]"])
@@ -98,12 +100,12 @@ def test_changed_params_name_each_leaf_that_differs(tmp_path):
 
 def test_a_params_file_without_its_profile_names_no_change(tmp_path):
     params = tmp_path / "params.yaml"
-    shutil.copy(ROOT / "params.yaml", params)
+    shutil.copy(ROOT / "profiles" / "embedded.yaml", params)
     assert changed_from_profile(params) == []  # no profiles/ beside it
 
 
 def test_the_header_keeps_the_profiles_words_and_adds_the_changes():
-    plan = load_plan(ROOT / "params.yaml")
+    plan = load_plan(ROOT / "profiles" / "embedded.yaml")
     assert profile_line(plan.profile_label) == profile_line("embedded")
     import dataclasses
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from spanft.readme import committed
 from spanft.stage.progress import headline_lines
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -228,12 +229,20 @@ def test_replacing_an_outside_file_changes_exactly_the_stages_that_read_it(tmp_p
         assert _statuses(project) == before
 
 
-def test_the_lock_holds_only_stages_of_the_graph():
+def test_the_lock_holds_only_stages_of_the_graph(tmp_path):
     """DVC keeps lock entries of stages that left dvc.yaml; they only slow every stage's lock update."""
     if shutil.which("dvc") is None:
         pytest.skip("dvc is not installed")
-    names = set(dvc(ROOT, "stage", "list", "--name-only").stdout.split())
-    locked = set(yaml.safe_load((ROOT / "dvc.lock").read_text(encoding="utf-8"))["stages"])
+    # the committed lock against the committed graph: a user's `spanft profile small` changes the graph (and
+    # their own repro the lock) in the working tree
+    head = tmp_path / "head"
+    head.mkdir()
+    for name in ("dvc.yaml", "params.yaml", ".dvcignore", ".dvc/config"):
+        (head / name).parent.mkdir(parents=True, exist_ok=True)
+        (head / name).write_text(committed(ROOT, name), encoding="utf-8")
+    subprocess.run(["git", "init", "-q"], cwd=head, check=True)
+    names = set(dvc(head, "stage", "list", "--name-only").stdout.split())
+    locked = set(yaml.safe_load(committed(ROOT, "dvc.lock"))["stages"])
     assert locked - names == set()
 
 
@@ -248,7 +257,7 @@ def test_what_tools_write_inside_code_deps_is_ignored_and_nothing_of_ours_is():
               "src/spanft/._warm.py", "pipeline/.ipynb_checkpoints/x-checkpoint.py", "src/spanft.egg-info/PKG-INFO"]
     tracked = subprocess.run(["git", "ls-files", "src", "pipeline"], cwd=ROOT, capture_output=True, text=True,
                              check=True).stdout.split()
-    lock = yaml.safe_load((ROOT / "dvc.lock").read_text(encoding="utf-8"))["stages"]
+    lock = yaml.safe_load(committed(ROOT, "dvc.lock"))["stages"]
     outs = sorted({out["path"] for stage in lock.values() for out in stage.get("outs", [])})
     assert tracked and outs
     shown = dvc(ROOT, "check-ignore", "--non-matching", "--details", *litter, *tracked, *outs, check=False).stdout

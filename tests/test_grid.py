@@ -12,7 +12,7 @@ import pytest
 
 from spanft import cli
 from spanft.errors import SpanftError
-from spanft.report.grid import PAPER_GRID, best_points, experiment_points, grid_command
+from spanft.report.grid import PAPER_GRID, best_points, experiment_points, grid_command, grid_markdown, left_out
 
 
 def _rev(name: str, lr, scores: dict, epochs: int = 3) -> dict:
@@ -120,3 +120,34 @@ def test_real_dvc_experiments_are_read(tmp_path):
 def test_not_a_list():
     with pytest.raises(SpanftError, match="expected a list"):
         experiment_points({"workspace": {}})
+
+
+def _with(rev: dict, **params) -> dict:
+    rev["data"]["params"]["params.yaml"]["data"].update(params)
+    return rev
+
+
+def test_experiments_with_other_params_are_no_grid_point_and_are_named():
+    # issue 49: an experiment at another dict_size, same cola block as the workspace, must not share its point
+    show = exp_show()
+    for rev in (show[0], show[1], *(e["revs"][0] for e in show[1]["experiments"])):
+        _with(rev, dict_size=1000)
+    other = _with(_rev("exp-d", 2e-05, {"cola": {"baseline": 0.99, "sf": 0.99}, "mrpc": {"baseline": 0.9, "sf": 0.9}}),
+                  dict_size=100000)
+    show[1]["experiments"].append({"name": "exp-d", "revs": [other]})
+    points = experiment_points(show)
+    rows = {(r["task"], r["variant"]): r for r in best_points(points, "glue")}
+    assert rows[("cola", "sf")]["dev_score"] == 0.40 and "exp-d" not in rows[("cola", "sf")]["experiments"]
+    assert rows[("mrpc", "sf")]["experiments"] == ["workspace", "main", "exp-a", "exp-b"]  # 0.9 is exp-d's alone
+    assert left_out(points, "glue") == [("exp-d", "dict_size=100000 (the grid's, as in workspace: 1000)")]
+    text = grid_markdown(best_points(points, "glue"), "glue", left_out(points, "glue"))
+    assert "- exp-d: dict_size=100000 (the grid's, as in workspace: 1000)" in text
+
+
+def test_the_grid_is_the_largest_set_of_equal_params():
+    # the workspace alone at another dict_size: the experiments' set is the grid, the workspace left out
+    show = exp_show()
+    _with(show[0], dict_size=5)
+    points = experiment_points(show)
+    assert [name for name, _ in left_out(points, "glue")] == ["workspace"]
+    assert "workspace" not in best_points(points, "glue")[0]["experiments"]

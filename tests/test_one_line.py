@@ -97,7 +97,7 @@ def test_a_temporary_name_is_replaced_even_in_a_path_that_is_shown_escaped(tmp_p
 @pytest.mark.parametrize("key", ["dict\u200b_size", "dict_size\x1b[2J", "\u202edict_size", "a" * 100_000],
                          ids=["zero-width-space", "esc-sequence", "bidi-override", "100k-key"])
 def test_check_params_prints_one_readable_line(tmp_path, key):
-    tree = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    tree = yaml.safe_load((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"))
     tree[key] = 1
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(tree, allow_unicode=True), encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "spanft.cli", "check-params"], cwd=tmp_path, capture_output=True,
@@ -110,7 +110,7 @@ def test_check_params_prints_one_readable_line(tmp_path, key):
 
 def _params_with_long_value(folder: Path) -> str:
     """A params.yaml in ``folder`` whose hub id is 3,000 characters; the whole error message it gives."""
-    tree = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    tree = yaml.safe_load((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"))
     tree["corpus"]["hf_id"] = "h" + "a" * 3000 + "z"
     (folder / "params.yaml").write_text(yaml.safe_dump(tree), encoding="utf-8")
     from spanft.params.plan import load_plan

@@ -118,12 +118,12 @@ def test_profile_respects_a_read_only_params_file(tmp_path):
 
     shutil.copytree(ROOT / "profiles", tmp_path / "profiles")
     params = tmp_path / "params.yaml"
-    params.write_bytes((ROOT / "params.yaml").read_bytes())
+    params.write_bytes((ROOT / "profiles" / "embedded.yaml").read_bytes())
     params.chmod(0o444)
     done = subprocess.run([sys.executable, "-m", "spanft.cli", "profile", "paper", "--root", "."], cwd=tmp_path,
                           capture_output=True, text=True)
     assert done.returncode == 2 and "read-only" in done.stderr, done.stderr
-    assert params.read_bytes() == (ROOT / "params.yaml").read_bytes()
+    assert params.read_bytes() == (ROOT / "profiles" / "embedded.yaml").read_bytes()
 
 
 _name = st.text(alphabet="abcdefghijklmnopqrstuvwxyz_-.", min_size=1, max_size=10).filter(lambda n: n not in (".", ".."))
@@ -149,7 +149,7 @@ def test_report_refuses_a_folder_of_the_users(tmp_path_factory, names, index):
 def test_report_cli_refuses_before_writing(tmp_path):
     (tmp_path / "notes").mkdir()
     (tmp_path / "notes" / "index.md").write_text("my index\n", encoding="utf-8")
-    (tmp_path / "params.yaml").write_bytes((ROOT / "params.yaml").read_bytes())
+    (tmp_path / "params.yaml").write_bytes((ROOT / "profiles" / "embedded.yaml").read_bytes())
     done = subprocess.run([sys.executable, "-m", "spanft.cli", "report", "--out", "notes"], cwd=tmp_path,
                           capture_output=True, text=True)
     assert done.returncode == 2 and "holds files the report did not write" in done.stderr, done.stderr

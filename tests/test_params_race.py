@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 from spanft.stage.run import run_stage
 
 ROOT = Path(__file__).resolve().parents[1]
-TREE = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))
+TREE = yaml.safe_load((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"))
 
 
 def _paths(node, prefix=()):
@@ -128,6 +128,7 @@ def test_dvc_records_nothing_when_params_change_mid_stage(tmp_path):
     subprocess.run(["git", "init", "-q"], cwd=project, check=True)
     subprocess.run(["dvc", "init", "-q"], cwd=project, check=True, env=env)
     (project / "params.yaml").write_text(yaml.safe_dump(TREE, sort_keys=False), encoding="utf-8")
+    shutil.copytree(ROOT / "data" / "raw", project / "data" / "raw")  # the local paths params name
     (project / "stage.py").write_text(STAGE_SCRIPT, encoding="utf-8")
     (project / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"s": {
         "cmd": f"{sys.executable} stage.py", "deps": ["stage.py"], "params": ["dict_size"],
@@ -157,6 +158,7 @@ def test_only_the_keys_a_stage_declares_fail_it(tmp_path_factory, monkeypatch, c
     params = workdir / "params.yaml"
     params.write_text(yaml.safe_dump(TREE, sort_keys=False), encoding="utf-8")
     shutil.copy(ROOT / "dvc.yaml", workdir / "dvc.yaml")
+    shutil.copytree(ROOT / "data" / "raw", workdir / "data" / "raw")  # the local paths params name
     monkeypatch.chdir(workdir)
     monkeypatch.setenv("DVC_STAGE", stage)
     changed = _set(copy.deepcopy(TREE), path, value, delete)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shutil
 
 import pytest
 from dvc.utils.serialize import dumps_yaml  # what DVC writes dvc.lock with
@@ -83,7 +84,8 @@ def test_a_stage_reading_outputs_that_dvc_lock_vouches_for_with_other_params_sto
 
     root = Path(__file__).resolve().parents[1]
     for name in ("params.yaml", "dvc.yaml"):
-        (tmp_path / name).write_bytes((root / name).read_bytes())
+        (tmp_path / name).write_bytes((root / ("profiles/embedded.yaml" if name == "params.yaml" else name)).read_bytes())
+    shutil.copytree(root / "data" / "raw", tmp_path / "data" / "raw")  # the local paths params name
     monkeypatch.chdir(tmp_path)
     assert "data/ngrams/counts.tsv" in declared_deps("dictionary", load_plan())
     used = {"ngrams": {"min_count": 2}}

@@ -76,7 +76,7 @@ def test_planned_runs_are_each_study_expanded_by_hand(profile):
 
 def test_every_variant_is_a_model_variant_with_its_input():
     assert {v.finetune for v in VARIANTS} <= set(MODEL_VARIANTS)
-    plan = load_plan(ROOT / "params.yaml")
+    plan = load_plan(ROOT / "profiles" / "embedded.yaml")
     for run in plan.runs():
         prepared = run.data.startswith("data/tasks/")
         assert prepared == (run.finetune_variant in ("baseline", "cnn-noseg")), run
@@ -100,8 +100,8 @@ def test_hyper_parameters_have_one_definition():
 
 
 def test_a_task_block_sets_only_what_it_names():
-    plan = load_plan(ROOT / "params.yaml")
-    block = yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8"))["hparams"]["cola"]
+    plan = load_plan(ROOT / "profiles" / "embedded.yaml")
+    block = yaml.safe_load((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"))["hparams"]["cola"]
     hparams = plan.hparams["cola"]
     assert all(getattr(hparams, key) == value for key, value in block.items())
     assert hparams.dropout == HParams().dropout and "dropout" not in block
@@ -111,11 +111,11 @@ def test_a_task_block_sets_only_what_it_names():
 
 def test_errors_name_the_file_once_where_params_are_read(tmp_path):
     bad = tmp_path / "params.yaml"
-    bad.write_text((ROOT / "params.yaml").read_text(encoding="utf-8").replace("batch_size: 16", "batch_size: 0"),
+    bad.write_text((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8").replace("batch_size: 16", "batch_size: 0"),
                    encoding="utf-8")
     with pytest.raises(SpanftError) as error:
         load_plan(bad)
     assert str(error.value) == f"{bad}: hparams.sst2.batch_size: must be at least 1, found 0"  # the first block
-    plan = load_plan(ROOT / "params.yaml")
-    with pytest.raises(SpanftError, match=rf"^{ROOT / 'params.yaml'}: studies.glue plans no run tiny/cola/sf/seed9$"):
+    plan = load_plan(ROOT / "profiles" / "embedded.yaml")
+    with pytest.raises(SpanftError, match=rf"^{ROOT / 'profiles' / 'embedded.yaml'}: studies.glue plans no run tiny/cola/sf/seed9$"):
         plan.find_run("glue", "tiny", "cola", "sf", 9)

@@ -216,7 +216,7 @@ def test_params_files(data):
         elif choice == 1:
             path.write_text("".join(data.draw(st.lists(YAML_SNIPPETS, max_size=4))), encoding="utf-8")
         else:
-            text = (ROOT / "params.yaml").read_text(encoding="utf-8")
+            text = (ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8")
             cut = data.draw(st.integers(0, len(text)))
             path.write_text(text[:cut] + data.draw(st.text(max_size=10)) + text[cut:], encoding="utf-8",
                             errors="surrogatepass")
@@ -231,7 +231,7 @@ def _paths(node, prefix=()):
             yield from _paths(value, prefix + (key,))
 
 
-PARAMS = load_params(ROOT / "params.yaml")
+PARAMS = load_params(ROOT / "profiles" / "embedded.yaml")
 PARAM_PATHS = sorted(_paths(PARAMS), key=str)
 PARAM_VALUES = st.one_of(JSON_VALUES, st.integers(-3, 3), st.sampled_from(
     ["tiny", "cola", "local", "hub", "build", "../x", "a/b", "x; rm -rf ~", "$(id)", "main", "..", 1e-5, 0.5, 1.0,

@@ -1,12 +1,15 @@
 """The README quotes no number that its source does not hold (issue 45): every result sits in a generated block
-that `spanft readme` writes from the committed reports/, benchmarks/RESULTS.md and profiles/. Reads committed
-files only: no repro."""
+that `spanft readme` writes from the committed reports/, benchmarks/RESULTS.md and profiles/. Reads them as
+committed at git HEAD (`git show`), never the working tree's reports/, which a user's own `dvc repro` or
+`dvc exp run -S` rewrites with this machine's numbers: no repro."""
 
 from __future__ import annotations
 
 import csv
+import io
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -14,16 +17,23 @@ import yaml
 
 from spanft.cli import main
 from spanft.errors import SpanftError
-from spanft.readme import (BLOCKS, FIX, QUOTED_FIGURES, RESULTS, find_block, generated, markdown_table, markers,
-                           replace_block, section)
+from spanft.readme import (BLOCKS, FIX, QUOTED_FIGURES, RESULTS, committed, committed_sources, find_block, generated,
+                           markdown_table, markers, replace_block, section)
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
 
+@pytest.fixture(scope="module")
+def head():
+    """reports/, profiles/ and benchmarks/ as committed at HEAD: what the README quotes, whatever ran since."""
+    with committed_sources(ROOT) as folder:
+        yield folder
+
+
 @pytest.mark.parametrize("name", list(BLOCKS))
-def test_every_generated_block_is_what_spanft_readme_writes(name):
-    expected = BLOCKS[name](ROOT)
+def test_every_generated_block_is_what_spanft_readme_writes(name, head):
+    expected = BLOCKS[name](head)
     assert find_block(README, name) == expected, (
         f"README.md's generated block '{name}' differs from its source; {FIX}. It should read:\n{expected}")
 
@@ -69,7 +79,7 @@ def test_the_scores_are_the_reports_csv_numbers_rounded():
     # an independent path to the same runs: the CSVs' 6 decimals, not the markdown cells the block copies
     ours = {}
     for table, task in (("table1", None), ("table5", "snli"), ("table8", "conll2003")):
-        for row in csv.DictReader((ROOT / f"reports/tables/{table}.csv").open(encoding="utf-8")):
+        for row in csv.DictReader(io.StringIO(committed(ROOT, f"reports/tables/{table}.csv"))):
             if row["statistic"] == "ours" and row["split"].startswith("validation"):
                 ours[row["backbone"], (task or row["column"]).replace("-", ""), row["method"]] = float(row["mean_pct"])
     block = markdown_table(find_block(README, "scores"), "scores")
@@ -82,7 +92,7 @@ def test_the_scores_are_the_reports_csv_numbers_rounded():
 
 
 def test_the_verdicts_are_the_reports(tmp_path):
-    verdicts = list(csv.DictReader((ROOT / "reports/tables/verdicts.csv").open(encoding="utf-8")))
+    verdicts = list(csv.DictReader(io.StringIO(committed(ROOT, "reports/tables/verdicts.csv"))))
     lines = find_block(README, "verdicts").splitlines()
     assert len(lines) == len(verdicts)
     for line, row in zip(lines, verdicts):
@@ -90,10 +100,11 @@ def test_the_verdicts_are_the_reports(tmp_path):
 
 
 def _project(tmp_path: Path, readme: str) -> Path:
-    """A project root whose sources are this repo's (copied: the test may edit them) and README ``readme``."""
-    for folder in ("reports", "profiles", "benchmarks/results"):
-        shutil.copytree(ROOT / folder, tmp_path / folder)
-    shutil.copy(ROOT / RESULTS, tmp_path / RESULTS)
+    """A project root whose sources are this repo's as committed (copied: the test may edit them; the working
+    tree's reports/ may be a user's own run) and README ``readme``."""
+    with committed_sources(ROOT) as head:
+        for folder in ("reports", "profiles", "benchmarks"):
+            shutil.copytree(head / folder, tmp_path / folder)
     (tmp_path / "README.md").write_text(readme, encoding="utf-8")
     return tmp_path
 
@@ -101,25 +112,30 @@ def _project(tmp_path: Path, readme: str) -> Path:
 def test_spanft_readme_rewrites_a_stale_block_and_check_names_it(tmp_path, capsys):
     stale = replace_block(README, "scores", "| task | old |\n|---|---|\n| CoLA | 28.6 |")
     root = _project(tmp_path, stale)
-    assert main(["readme", "--check", "--root", str(root)]) == 1
+    assert main(["readme", "--check", "--workspace", "--root", str(root)]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "stale generated blocks: scores;" in err and "`spanft readme`" in err
     assert (root / "README.md").read_text(encoding="utf-8") == stale  # --check writes nothing
-    assert main(["readme", "--root", str(root)]) == 0
+    assert main(["readme", "--workspace", "--root", str(root)]) == 0
     assert (root / "README.md").read_text(encoding="utf-8") == README
-    assert main(["readme", "--check", "--root", str(root)]) == 0
+    assert main(["readme", "--check", "--workspace", "--root", str(root)]) == 0
 
 
-def test_a_changed_report_changes_the_readme(tmp_path):
-    root = _project(tmp_path, README)
+def _change_table6(root: Path) -> None:
+    """Table 6's +CNN dev mean reads 12.3, as another run's report would."""
     table6 = root / "reports/tables/table6.md"
     text = table6.read_text(encoding="utf-8")
     cnn = next(line for line in text.splitlines() if "+CNN (no segmentation)" in line and "mean" in line)
     cells = cnn.split("|")
     cells[4] = cells[4].replace(cells[4].strip(), "12.3")
     table6.write_text(text.replace(cnn, "|".join(cells)), encoding="utf-8")
+
+
+def test_a_changed_report_changes_the_readme(tmp_path):
+    root = _project(tmp_path, README)
+    _change_table6(root)
     assert "| +CNN (no segmentation) | 12.3 |" in generated(root)["ablation"]
-    assert main(["readme", "--root", str(root)]) == 0
+    assert main(["readme", "--workspace", "--root", str(root)]) == 0
     assert "| +CNN (no segmentation) | 12.3 |" in (root / "README.md").read_text(encoding="utf-8")
 
 
@@ -131,10 +147,38 @@ def test_a_missing_block_or_source_is_one_line(tmp_path, capsys):
         find_block(twice, "scores")
     root = _project(tmp_path, README)
     (root / "reports/tables/table8.md").unlink()
-    assert main(["readme", "--root", str(root)]) == 2
+    assert main(["readme", "--workspace", "--root", str(root)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "reports/tables/table8.md: not found" in err
     assert (root / "README.md").read_text(encoding="utf-8") == README
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(["git", "-c", "user.email=t@t", "-c", "user.name=t", *args], cwd=root, check=True,
+                   capture_output=True)
+
+
+def test_a_run_of_your_own_leaves_the_readme_right_until_you_ask_for_the_working_tree(tmp_path, capsys):
+    # the user's `dvc repro` rewrites reports/ with this machine's numbers: the README still quotes HEAD's
+    root = _project(tmp_path, README)
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "committed reports")
+    _change_table6(root)
+    assert main(["readme", "--check", "--root", str(root)]) == 0
+    assert main(["readme", "--check", "--workspace", "--root", str(root)]) == 1
+    assert "stale generated blocks: ablation;" in capsys.readouterr().err
+    assert main(["readme", "--root", str(root)]) == 0
+    assert (root / "README.md").read_text(encoding="utf-8") == README  # HEAD's numbers, not this run's
+    assert main(["readme", "--check", "--root", str(tmp_path / "nowhere")]) == 2  # no README there
+
+
+def test_a_project_outside_git_is_told_to_read_the_working_tree(tmp_path, capsys):
+    root = _project(tmp_path, README)
+    subprocess.run(["git", "init", "-q"], cwd=root, check=True)  # a repository without a commit
+    assert main(["readme", "--check", "--root", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "no git repository with a commit" in err and "--workspace" in err
 
 
 def test_no_stage_writes_the_readme():

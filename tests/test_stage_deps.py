@@ -97,7 +97,7 @@ def make_project(tmp: Path, params: dict | None = None, dvc_yaml: str | None = N
     """A DVC project holding this repository's dvc.yaml (or ``dvc_yaml``) and the given params."""
     shutil.copytree(ROOT / ".dvc", tmp / ".dvc", ignore=shutil.ignore_patterns("tmp", "cache", "config.local"))
     (tmp / "dvc.yaml").write_text(dvc_yaml or (ROOT / "dvc.yaml").read_text(encoding="utf-8"), encoding="utf-8")
-    text = (ROOT / "params.yaml").read_text(encoding="utf-8") if params is None else yaml.safe_dump(params)
+    text = (ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8") if params is None else yaml.safe_dump(params)
     (tmp / "params.yaml").write_text(text, encoding="utf-8")
     subprocess.run(["git", "init", "-q"], cwd=tmp, check=True)
     return tmp
@@ -192,7 +192,7 @@ def test_paths_outside_the_workspace_are_deps(tmp_path):
 
 def _plan_of(stages: dict[str, dict]) -> Plan:
     return plan_from_tree(profile("paper") if "fetch_backbone@bert-base" in stages else yaml.safe_load(
-        (ROOT / "params.yaml").read_text(encoding="utf-8")))
+        (ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8")))
 
 
 def test_fine_tuning_stages_are_exactly_the_planned_runs(stages):
@@ -258,7 +258,7 @@ def test_every_group_stage_finds_its_arguments_from_its_name(stages):
 
 
 def test_a_stage_name_outside_its_script_or_params_is_one_line():
-    params = plan_from_tree(yaml.safe_load((ROOT / "params.yaml").read_text(encoding="utf-8")))
+    params = plan_from_tree(yaml.safe_load((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8")))
     for stage, script in (("prepare_task@nosuch", "prepare_task"), ("glue_sf@tiny-cola-1", "segment"),
                           ("prepare_task", "prepare_task")):
         with pytest.raises(SpanftError, match="DVC_STAGE="):

@@ -5,13 +5,22 @@ each marker on a line of its own. :data:`BLOCKS` names each block's source: the 
 (scores, gains, verdicts), ``benchmarks/RESULTS.md`` (measured times, the verdict test's calibration) and
 ``profiles/`` (``spanft plan``'s estimate). ``spanft readme`` rewrites them; ``tests/test_readme.py`` fails
 when one differs from what the command would write. No pipeline stage writes the README.
+
+The sources are read as committed at git HEAD (:func:`committed_sources`): a user's own ``dvc repro`` or
+``dvc exp run -S`` rewrites ``reports/`` with this machine's numbers, which describe that run, not the one the
+README quotes. ``spanft readme --workspace`` reads the working tree instead (after a run that is to be committed).
 """
 
 from __future__ import annotations
 
+import io
 import re
+import subprocess
+import tarfile
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from spanft.errors import SpanftError
 
@@ -23,6 +32,7 @@ SIGNIFICANCE = "The tests side by side"
 STRESS = "Stress slices"
 EQUAL_ARMS = "Equal arms"
 DEGENERATE = "Degenerate seeds:"
+SOURCES = ("reports", "profiles", "benchmarks")  # every block's source lies under these
 
 
 # ------------------------------------------------------------------------------------------- blocks
@@ -55,6 +65,35 @@ def replace_block(text: str, name: str, body: str, where: str = README) -> str:
 
 
 # ------------------------------------------------------------------------------------------- sources
+
+
+def _git(root: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(root), *args], capture_output=True, stdin=subprocess.DEVNULL)
+
+
+def committed(root: Path, relative: str) -> str:
+    """The text of ``relative`` as committed at HEAD of the git repository at ``root``."""
+    done = _git(root, "show", f"HEAD:{relative}")
+    if done.returncode != 0:
+        raise SpanftError(f"{relative}: not committed at HEAD of {root} (the README's numbers come from the "
+                          f"committed file; `spanft readme --workspace` reads the working tree)")
+    return done.stdout.decode("utf-8")
+
+
+@contextmanager
+def committed_sources(root: Path) -> Iterator[Path]:
+    """A temporary project root holding :data:`SOURCES` as committed at HEAD of the git repository at ``root``."""
+    listed = _git(root, "ls-tree", "--name-only", "HEAD")
+    if listed.returncode != 0:
+        raise SpanftError(f"{root}: no git repository with a commit (the README's blocks are written from the "
+                          f"reports committed at HEAD); `spanft readme --workspace` reads the working tree")
+    present = [name for name in SOURCES if name in listed.stdout.decode().split()]
+    archive = _git(root, "archive", "--format=tar", "HEAD", *present).stdout if present else b""
+    with tempfile.TemporaryDirectory(prefix="spanft-readme-") as folder:
+        if archive:
+            with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+                tar.extractall(folder, **({"filter": "data"} if hasattr(tarfile, "data_filter") else {}))
+        yield Path(folder)
 
 
 def _read(root: Path, relative: str) -> str:
@@ -202,10 +241,19 @@ def generated(root: Path) -> dict[str, str]:
     return {name: make(root) for name, make in BLOCKS.items()}
 
 
-def refreshed(text: str, root: Path) -> tuple[str, list[str]]:
-    """``text`` with every block rewritten, and the names of the blocks that changed."""
+def refreshed(text: str, root: Path, workspace: bool = False) -> tuple[str, list[str]]:
+    """``text`` with every block rewritten, and the names of the blocks that changed: from the sources committed
+    at HEAD of ``root``, or (``workspace``) from its working tree."""
+    if workspace:
+        bodies = generated(root)
+    else:
+        with committed_sources(root) as head:
+            try:
+                bodies = generated(head)
+            except SpanftError as error:  # name the commit, not the temporary folder
+                raise SpanftError(str(error).replace(f"under {head}", f"at git HEAD of {root}")) from None
     changed = []
-    for name, body in generated(root).items():
+    for name, body in bodies.items():
         if find_block(text, name) != body:
             changed.append(name)
             text = replace_block(text, name, body)

@@ -19,7 +19,7 @@ def add_check_params(sub: argparse._SubParsersAction) -> None:
 
 
 def check_params(args: argparse.Namespace) -> int:
-    plan = load_plan(args.file)
+    plan = load_plan(args.file, check_sources=True)
     check_lock_records(root=Path(args.file).parent)
     print(f"{args.file}: ok (profile {plan.profile}, {len(plan.runs())} fine-tuning runs)")
     return 0
@@ -29,7 +29,7 @@ def add_profile(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("profile", help="switch profiles: copy profiles/NAME.yaml to params.yaml (embedded | small | "
                                        "paper)")
     p.add_argument("name", metavar="NAME", help="a file stem under profiles/: embedded (synthetic data, CPU), small "
-                                                "(real data, a small encoder, a laptop), paper (the paper's backbones)")
+                                                "(real data, a small encoder; `spanft plan` gives its hours), paper (the paper's backbones)")
     p.add_argument("--root", default=".", help="project root (holds profiles/ and params.yaml)")
     p.set_defaults(run=profile)
 

@@ -9,9 +9,13 @@ from pathlib import Path
 
 def add_readme(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("readme", help="rewrite README.md's generated blocks (scores, verdicts, times, estimates) "
-                                      "from reports/, benchmarks/RESULTS.md and profiles/")
+                                      "from reports/, benchmarks/RESULTS.md and profiles/ as "
+                                      "committed at git HEAD")
     p.add_argument("--root", default=".", help="project root (holds README.md, reports/, benchmarks/, profiles/)")
     p.add_argument("--check", action="store_true", help="only say which blocks are stale (exit 1 if any)")
+    p.add_argument("--workspace", action="store_true",
+                   help="read reports/, benchmarks/ and profiles/ from the working tree (default: as committed at git "
+                        "HEAD, which a run of your own does not rewrite)")
     p.set_defaults(run=readme)
 
 
@@ -21,7 +25,7 @@ def readme(args: argparse.Namespace) -> int:
 
     root = Path(args.root)
     path = require_file(root / README, "README")
-    text, changed = refreshed(path.read_text(encoding="utf-8"), root)
+    text, changed = refreshed(path.read_text(encoding="utf-8"), root, args.workspace)
     if args.check:
         if changed:
             print(f"spanft: {path}: stale generated blocks: {', '.join(changed)}; {FIX}", file=sys.stderr)

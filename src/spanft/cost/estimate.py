@@ -4,9 +4,10 @@ Runs per table (the plan's fine-tuning runs), training hours per device kind, di
 
 - Step times per device come from ``bench_step.py``'s measurements under ``benchmarks/results/``:
   ``step_h100.json`` (one H100, bf16) and ``step_cpu.json`` (the 2-core VM, 1 torch thread), one line per
-  backbone class through its rows (:func:`spanft.cost.model.fit_rows`). The A100 figures are the cost
-  model's example inputs (110 ms a bert-base step at 32 x 128, large x 3.2), not measured; there the span
-  module takes the H100's measured ratio. A class a device has no row for is counted apart ("not measured").
+  backbone class through its rows (:func:`spanft.cost.model.fit_rows`). The A100 figures are the H100's
+  measured steps times an assumed ratio, :data:`A100_OVER_H100`, and say so: the two datasheets' dense BF16
+  tensor-core peaks (H100 SXM 989 TFLOPS, A100 SXM 312), never measured here. A class a device has no row
+  for is counted apart ("not measured").
 - Tokens per step: batch x max_seq_len (every example padded to the cap: an upper bound; the full model,
   ``benchmarks/cost_model.py --stand-in``, measures the real lengths).
 - Disk: each backbone's fp32 weights (4 bytes a parameter; ``data/backbones/`` and the DVC cache), and a
@@ -25,8 +26,6 @@ import pandas as pd
 
 from spanft.cost.model import (
     EVAL_FRACTION,
-    REFERENCE_BATCH,
-    REFERENCE_LEN,
     StepFit,
     backbone_size,
     fit_rows,
@@ -44,7 +43,13 @@ MEASURED = {
     "H100": ("step_h100.json", {"minilm": "minilm-gpu", "base": "bert-base-gpu", "large": "bert-large-gpu"}),
     "CPU": ("step_cpu.json", {"tiny": "tiny ", "minilm": "minilm ", "base": "bert-base-cpu"}),
 }
-A100_EXAMPLE_MS = {"base": 110.0, "large": 110.0 * 3.2}  # the cost model's example inputs, not measured
+# The A100 is not measured: its step is the H100's measured one times the ratio of NVIDIA's datasheet peaks
+# (dense BF16 tensor-core TFLOPS, SXM parts). A small encoder is not compute-bound, so the real ratio is likely
+# lower: the A100 column is an assumption, named as one wherever it prints.
+H100_PEAK_TFLOPS, A100_PEAK_TFLOPS = 989.0, 312.0
+A100_OVER_H100 = H100_PEAK_TFLOPS / A100_PEAK_TFLOPS
+A100_SOURCE = (f"assumed: the H100's measured steps x {A100_OVER_H100:.2f}, the ratio of the datasheets' dense "
+               f"BF16 peaks, H100 SXM {H100_PEAK_TFLOPS:.0f} / A100 SXM {A100_PEAK_TFLOPS:.0f} TFLOPS; not measured")
 # Public shapes of the hub backbones the profiles name: vocab, hidden, layers, intermediate, positions, types
 HUB_SHAPES = {
     "bert-base-uncased": (30522, 768, 12, 3072, 512, 2),
@@ -79,11 +84,10 @@ def device_steps(root: Path) -> list[DeviceSteps]:
         timings = _read_json(path) if path.is_file() else {}
         fits = {cls: fit for cls, prefix in prefixes.items() if (fit := fit_rows(timings, prefix)) is not None}
         devices[name] = DeviceSteps(name, fits, f"measured, {RESULTS_DIR / file}" if fits else f"{path} not found")
-    h100 = devices["H100"].fits
-    a100 = {cls: StepFit(0.0, ms / (REFERENCE_BATCH * REFERENCE_LEN), h100[cls].sf_overhead if cls in h100 else 1.0,
-                         0, "A100") for cls, ms in A100_EXAMPLE_MS.items()}
-    assumed = "assumed: the cost model's example inputs (110 ms a bert-base step, large x 3.2), not measured"
-    return [devices["H100"], DeviceSteps("A100", a100, assumed), devices["CPU"]]
+    a100 = {cls: StepFit(fit.fixed_ms * A100_OVER_H100, fit.per_token_ms * A100_OVER_H100, fit.sf_overhead, 0, "A100")
+            for cls, fit in devices["H100"].fits.items()}
+    source = A100_SOURCE if a100 else "assumed from the H100's steps, which are not measured here"
+    return [devices["H100"], DeviceSteps("A100", a100, source), devices["CPU"]]
 
 
 def _read_json(path: Path) -> dict:
@@ -119,7 +123,7 @@ def backbone_parameters(name: str, plan: Plan, root: Path) -> int | None:
     if spec.source == "hub":
         shape = HUB_SHAPES.get(str(settings.get("hub_id")))
         return None if shape is None else bert_parameters(*shape)
-    config = root / str(settings.get("path", "")) / "config.json"
+    config = _local_path(str(settings.get("path", "")), root) / "config.json"
     if not config.is_file():
         return None
     c = _read_json(config)
@@ -128,6 +132,23 @@ def backbone_parameters(name: str, plan: Plan, root: Path) -> int | None:
                                c["max_position_embeddings"], c.get("type_vocab_size", 2))
     except KeyError as exc:
         raise SpanftError(f"{config}: no {exc.args[0]!r}: not a BERT-shaped config") from None
+
+
+def _local_path(path: str, root: Path) -> Path:
+    """A local backbone's folder: a ``pkg:`` path of a profile is its link under ``root`` (``spanft profile``
+    made it) or else the installed package's folder; any other path, relative to ``root``."""
+    from spanft.params.profiles import packaged_names, packaged_path
+
+    if path.startswith("pkg:"):
+        linked = root / packaged_names(path)
+        if linked.exists():
+            return linked
+        module, _, relative = path.removeprefix("pkg:").partition("/")
+        try:
+            return packaged_path(module, "/" + relative)
+        except SpanftError:
+            return linked  # not installed here: no config.json, shape not known
+    return root / path
 
 
 # ------------------------------------------------------------------------------------------- the estimate
@@ -238,9 +259,12 @@ def _disk_lines(plan: Plan, root: Path, runs: pd.DataFrame) -> list[str]:
     weights = sum(4 * n for n in known.values())
     running = min(fanout_jobs(plan), plan.cluster.max_parallel)
     largest = max(known.values(), default=0)
+    why = f"shape not known for {', '.join(unknown)} (no config.json at its path here)"
+    if not known:
+        return [f"Disk: not estimated: {why}"]
     lines = [f"Disk: backbones' fp32 weights {_gb(weights)} ("
              + ", ".join(f"{name} {n / 1e6:,.1f}M parameters" for name, n in known.items()) + ")"
-             + (f"; shape not known for {', '.join(unknown)}" if unknown else ""),
+             + (f"; without {why}" if unknown else ""),
              f"  checkpoints while a run trains: up to {_gb(CHECKPOINT_BYTES * largest)} a job (best and last "
              f"epoch, weights and Adam moments), {_gb(CHECKPOINT_BYTES * largest * running)} for {running} "
              f"at once; removed when each run ends"]
@@ -253,8 +277,9 @@ def _gb(size: float) -> str:
 
 # ------------------------------------------------------------------------------------------- the README's table
 
-PROFILE_TABLE_HEADER = ("| profile | fine-tuning runs | H100 GPU-hours (measured steps) | A100 GPU-hours (assumed "
-                        "steps) | CPU-hours, 1 thread (measured steps) | fan-out jobs |\n|---|---|---|---|---|---|")
+PROFILE_TABLE_HEADER = (f"| profile | fine-tuning runs | H100 GPU-hours (measured steps) | A100 GPU-hours (assumed: "
+                        f"H100 x {A100_OVER_H100:.2f}, the datasheets' BF16 peak ratio) | CPU-hours, 1 thread "
+                        f"(measured steps) | fan-out jobs |\n|---|---|---|---|---|---|")
 
 
 def profile_table(root: Path) -> str:

@@ -8,10 +8,9 @@ import dataclasses
 from pathlib import Path
 from typing import Any
 
-from spanft.errors import SpanftError
 from spanft.params.load import load_params, parse_params
 from spanft.params.plan import Plan
-from spanft.params.profiles import PROFILES_DIR, resolve_packaged_paths
+from spanft.params.profiles import PROFILES_DIR, packaged_names
 
 _MISSING = object()
 
@@ -30,10 +29,7 @@ def changed_from_profile(params_file: str | Path) -> list[str]:
     if not source.is_file():
         return []
     text = source.read_text(encoding="utf-8")
-    try:
-        text = resolve_packaged_paths(text, source)  # as `spanft profile` wrote it into params.yaml
-    except SpanftError:
-        pass  # the package is not installed here: its pkg: path stays, and differs only if params.yaml's does
+    text = packaged_names(text)  # as `spanft profile` wrote it into params.yaml
     profile = parse_params(text, source)
     ours, theirs = _leaves(tree), _leaves(profile if isinstance(profile, dict) else {})
     changed = [f"{key}={_shown(value)}" for key, value in ours.items() if theirs.get(key, _MISSING) != value]

@@ -26,6 +26,7 @@ from typing import Any
 from spanft.errors import SpanftError
 from spanft.params.cluster import ClusterSettings, settings_from_params
 from spanft.params.hparams import HParams, checked_hparams
+from spanft.params.local_sources import check_local_sources
 from spanft.params.schema import FIXED_TASKS, check_params_file
 
 CHANGED = "; changed: "  # in a profile label: the params that differ from the profile's file follow
@@ -313,9 +314,13 @@ class Plan:
         return self.backbones[name]
 
 
-def load_plan(path: str | Path = PARAMS_FILE) -> Plan:
-    """The plan of a params file, after the full check (unknown keys, types, references): one-line errors."""
-    return plan_from_tree(check_params_file(path), str(path))
+def load_plan(path: str | Path = PARAMS_FILE, check_sources: bool = False) -> Plan:
+    """The plan of a params file, after the full check (unknown keys, types, references): one-line errors.
+    ``check_sources``: its local sources must exist too (the project's params.yaml, paths from its folder)."""
+    tree = check_params_file(path)
+    if check_sources:
+        check_local_sources(tree, path, Path(path).parent)
+    return plan_from_tree(tree, str(path))
 
 
 def plan_from_tree(tree: dict, origin: str = PARAMS_FILE) -> Plan:

@@ -25,7 +25,7 @@ INTEGER_COLUMNS = {"n_seeds", "best_seed", "baseline_seed", "sf_seed", "n", "bot
 PROFILE_LINES = {
     "embedded": "Profile: embedded — synthetic data, tiny local backbones, CPU — not paper numbers.",
     "paper": "Profile: paper — the paper's tasks and backbones.",
-    "small": "Profile: small — real task data, a small local encoder, a laptop's budget — not the paper's backbones.",
+    "small": "Profile: small — real task data, a small local encoder — not the paper's backbones.",
 }
 
 

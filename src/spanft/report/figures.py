@@ -26,7 +26,7 @@ from matplotlib.figure import Figure
 from spanft.data.columns import read_table
 from spanft.data.registry import get_task
 from spanft.errors import SpanftError
-from spanft.params.plan import Plan, sweep_variant
+from spanft.params.plan import CHANGED, Plan, sweep_variant
 from spanft.report.cells import profile_line
 from spanft.report.paper import METRIC_NAMES
 from spanft.report.runs import load_runs, summarize
@@ -189,6 +189,16 @@ def _empty_panel(axis, text: str) -> None:
     axis.set_axis_off()
 
 
+def figure_title(number: int, profile: str) -> str:
+    """``Figure N — <profile> profile``, then the params changed from its file (a plan's ``profile_label``),
+    wrapped to the figure's width: "Figure 4 — embedded profile; changed: dict_size=100000"."""
+    import textwrap
+
+    name, _, changed = profile.partition(CHANGED)
+    title = f"Figure {number} — {name} profile" + (f"{CHANGED}{changed}" if changed else "")
+    return textwrap.fill(title, width=110)
+
+
 def figure3(frame: pd.DataFrame, profile: str) -> dict[str, bytes]:
     with mpl.rc_context(mpl.rcParamsDefault):
         figure, (axis,) = _new_figure(1)
@@ -200,7 +210,7 @@ def figure3(frame: pd.DataFrame, profile: str) -> dict[str, bytes]:
             axis.set_xlabel("dictionary size (0 = no segmentation: words)")
             axis.set_ylabel(f"mean spans per sentence ({SPANS_SPLIT})")
             axis.legend()
-        figure.suptitle(f"Figure 3 — {profile} profile", fontsize=9)
+        figure.suptitle(figure_title(3, profile), fontsize=9)
         return render(figure)
 
 
@@ -218,7 +228,7 @@ def figure4(frame: pd.DataFrame, profile: str) -> dict[str, bytes]:
             axis.set_xlabel("dictionary size")
             axis.set_ylabel(f"dev {spec.main_metric} x 100 (span vector only)")
             axis.legend()
-        figure.suptitle(f"Figure 4 — {profile} profile", fontsize=9)
+        figure.suptitle(figure_title(4, profile), fontsize=9)
         return render(figure)
 
 

@@ -98,21 +98,22 @@ def _merged(files: dict | None) -> dict:
 def best_points(points: list[Point], study: str = "glue") -> list[dict]:
     """Per backbone, task and variant of ``study``: the grid point (``hparams.<task>``) with the best dev score.
 
+    Only the points of the task's grid count (:func:`task_grids`: params equal but for ``hparams.<task>``).
     Points with the same block are one grid point (the runs are deterministic): their names are listed
     together. Ties keep the point listed first.
     """
     results: dict[tuple[str, str, str], dict[str, dict]] = {}
-    for point in points:
-        for backbone, tasks in (point.metrics.get(study) or {}).items():
-            for task, scores in (tasks or {}).items():
-                block = (point.params.get("hparams") or {}).get(task)
-                if block is None:  # "average" and tasks without a block are no grid points
+    for task, (kept, _) in task_grids(points, study).items():
+        for point in kept:
+            block = _numbers(point.params["hparams"][task])
+            key = json.dumps(block, sort_keys=True)
+            for backbone, tasks in (point.metrics.get(study) or {}).items():
+                scores = (tasks or {}).get(task)
+                if scores is None:
                     continue
-                key = json.dumps(_numbers(block), sort_keys=True)
                 for variant in VARIANTS:
-                    score = (scores or {}).get(variant)
                     seen = results.setdefault((backbone, task, variant), {})
-                    entry = seen.setdefault(key, {"hparams": _numbers(block), "score": score, "names": []})
+                    entry = seen.setdefault(key, {"hparams": block, "score": (scores or {}).get(variant), "names": []})
                     entry["names"].append(point.name)
     rows = []
     for (backbone, task, variant), by_point in sorted(results.items()):
@@ -124,6 +125,58 @@ def best_points(points: list[Point], study: str = "glue") -> list[dict]:
                      "dev_score": best["score"], "hparams": best["hparams"], "experiments": best["names"],
                      "points": len(scored), "tied": sum(e["score"] == best["score"] for e in scored) - 1})
     return rows
+
+
+def task_grids(points: list[Point], study: str = "glue") -> dict[str, tuple[list[Point], list[tuple[str, str]]]]:
+    """Per task that ``study``'s metrics score: the points of its grid, and ``(name, why)`` of those left out.
+
+    A task's grid is the largest set of points whose params are equal but for ``hparams.<task>`` (the grid's
+    own keys; other tasks' blocks never reach this task's runs); at a tie, the set of the point listed first
+    (the workspace). A point whose other params differ (``dvc exp run -S dict_size=...``) describes another
+    run: merged, its score would be shared by a grid point it was never trained at.
+    """
+    grids = {}
+    for task in dict.fromkeys(t for p in points for b in (p.metrics.get(study) or {}).values() for t in (b or {})):
+        scored = [p for p in points if (p.params.get("hparams") or {}).get(task) is not None
+                  and any(task in (b or {}) for b in (p.metrics.get(study) or {}).values())]
+        if not scored:
+            continue  # "average", and tasks without a block, are no grid points
+        groups: dict[str, list[Point]] = {}
+        for point in scored:
+            groups.setdefault(json.dumps(_rest(point.params), sort_keys=True, default=str), []).append(point)
+        kept = max(groups.values(), key=len)  # max keeps the first group of equal size: the first point's
+        reference = _rest(kept[0].params)
+        left = [(p.name, _difference(_rest(p.params), reference, kept[0].name))
+                for p in scored if p not in kept]
+        grids[task] = (kept, left)
+    return grids
+
+
+def left_out(points: list[Point], study: str = "glue") -> list[tuple[str, str]]:
+    """``(experiment, why)`` of every point some task's grid left out (:func:`task_grids`), each once."""
+    found: dict[str, str] = {}
+    for _, left in task_grids(points, study).values():
+        for name, why in left:
+            found.setdefault(name, why)
+    return list(found.items())
+
+
+def _rest(params: dict) -> dict:
+    """The params that are no task's grid key: everything but the ``hparams`` blocks."""
+    return {key: value for key, value in params.items() if key != "hparams"}
+
+
+def _difference(params: dict, reference: dict, reference_name: str, prefix: str = "") -> str:
+    """The first key where ``params`` differ from the grid's, as ``key=value (the grid's, as <name>: value)``."""
+    for key in [*reference, *(k for k in params if k not in reference)]:
+        mine, theirs = params.get(key, "absent"), reference.get(key, "absent")
+        if isinstance(mine, dict) and isinstance(theirs, dict):
+            found = _difference(mine, theirs, reference_name, f"{prefix}{key}.")
+            if found:
+                return found
+        elif mine != theirs:
+            return f"{prefix}{key}={mine} (the grid's, as in {reference_name}: {theirs})"
+    return ""
 
 
 def _numbers(block: dict) -> dict:
@@ -139,7 +192,7 @@ def _numbers(block: dict) -> dict:
     return result
 
 
-def grid_markdown(rows: list[dict], study: str) -> str:
+def grid_markdown(rows: list[dict], study: str, left: Sequence[tuple[str, str]] = ()) -> str:
     """The best points as a markdown table (dev main metric x 100, mean over the study's seeds)."""
     lines = [f"# Search grid: best point per task ({study} study, dev main metric)", "",
              "| Backbone | Task | Variant | Dev x 100 | Points | Best hyper-parameters | Experiments |",
@@ -153,7 +206,11 @@ def grid_markdown(rows: list[dict], study: str) -> str:
         lines.append("| — | — | — | — | 0 | no experiment has dev scores for this study | — |")
     lines += ["", "Dev scores: reports/metrics.json of each experiment (mean over seeds); the test sets are never "
               "used to choose. Points: distinct hparams.<task> blocks scored; a tie keeps the point listed first "
-              "by `dvc exp show`.", ""]
+              "by `dvc exp show`. A grid holds only experiments whose params equal the workspace's (or the largest "
+              "such set) but for hparams.<task>.", ""]
+    if left:
+        lines += ["Left out (other params than the grid's: another run, not a grid point):", ""]
+        lines += [f"- {name}: {why}" for name, why in left] + [""]
     return "\n".join(lines)
 
 
@@ -179,8 +236,11 @@ def read_exp_show(path: str | Path | None) -> list:
 
 def grid_report(exp_json: str | Path | None, study: str = "glue", out: str | Path | None = None) -> str:
     """The grid report's markdown (best point per task and variant by dev score), written to ``out`` if given."""
-    rows = best_points(experiment_points(read_exp_show(exp_json)), study)
-    text = grid_markdown(rows, study)
+    points = experiment_points(read_exp_show(exp_json))
+    left = left_out(points, study)
+    for name, why in left:
+        log.info("grid-report: left out %s: %s", name, why)
+    text = grid_markdown(best_points(points, study), study, left)
     if out:
         with atomic_open(out, inputs=[exp_json] if exp_json else []) as handle:
             handle.write(text)

@@ -41,7 +41,7 @@ def run_stage(body: Callable[[Plan], None], quiet: bool = False) -> int:
             if stage:  # under DVC, whose index and cache must have room first (stage.dvc_room)
                 check_dvc_room(Path(os.environ.get(ROOT_ENV) or "."))
             before = _params_now()
-            plan = load_plan()
+            plan = load_plan(check_sources=bool(stage))  # under DVC: a missing local source named first
             # nothing built on outputs that dvc.lock records with other params than they were made with
             check_lock_records(exclude=stage, inputs=declared_deps(stage, plan))
             body(plan)  # a stage's result is its output files; the exit code is 0 unless it raised

@@ -138,3 +138,31 @@ def dvc_processes(root: Path) -> Iterator[tuple[int, float, list[str]]]:
             continue
 
 
+
+
+# ------------------------------------------------------------------------------------------- said once
+
+
+def first_time_this_session(key: str, root: Path | None = None) -> bool:
+    """Whether ``key`` (a by-design warning, say) is new to the dvc session this process runs under: the first
+    stage to ask marks it in the session folder, later stages of the same ``dvc repro`` get False. True outside
+    a dvc session (a stage run by hand always speaks)."""
+    import hashlib
+
+    from spanft.fileio import repository_root
+
+    root = root or repository_root()
+    session = find_session(root / FOLDER) if root is not None else None
+    if session is None:
+        return True
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:16]
+    marker = session.log.with_name(f"{session.log.stem}.said-{digest}")
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        with open(marker, "x", encoding="utf-8") as handle:  # "x": one stage of parallel ones wins
+            handle.write(key + "\n")
+    except FileExistsError:
+        return False
+    except OSError:
+        return True  # a folder we cannot write: better said twice than never
+    return True

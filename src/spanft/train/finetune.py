@@ -47,6 +47,7 @@ from spanft.fileio import atomic_open, atomic_path
 from spanft.model.features import FeatureConfig, SpanCollator, encode_split
 from spanft.model.loading import backbone_is_uncased, check_max_seq_len, load_backbone
 from spanft.model.span_model import SpanModel
+from spanft.stage.session import first_time_this_session
 from spanft.train.checkpoints import (
     ElapsedCallback,
     barrier,
@@ -98,7 +99,9 @@ def warn_if_case_lost(frames: dict[str, Any], tokenizer, backbone: str) -> None:
         return
     sample = frames[next(iter(frames))]["words_a"].head(200)
     if any(any(ch.isupper() for word in words for ch in word) for words in sample):
-        log.warning("warning: the task data is cased but backbone %s is uncased: case is folded", backbone)
+        message = f"warning: the task data is cased but backbone {backbone} is uncased: case is folded (by design)"
+        if first_time_this_session(message):  # once per dvc run, not once per fine-tuning stage
+            log.warning("%s", message)
 
 
 def write_predictions(path: Path, idx, gold: list[str], pred: list[str]) -> None:

@@ -1,0 +1,83 @@
+"""`spanft check-params` and every stage refuse a local source that is missing, naming the key and the path,
+before any stage runs (issue 49): DVC alone would stop with a bare `[Errno 2]`. Oracle: the folders each case
+deletes or leaves empty."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from spanft.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _project(tmp_path: Path, change) -> Path:
+    """profiles/embedded.yaml with ``change`` applied, as params.yaml beside a copy of data/raw's layout."""
+    shutil.copytree(ROOT / "data" / "raw", tmp_path / "data" / "raw")
+    tree = yaml.safe_load((ROOT / "profiles" / "embedded.yaml").read_text(encoding="utf-8"))
+    change(tree)
+    (tmp_path / "params.yaml").write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    return tmp_path
+
+
+def _check(root: Path, monkeypatch, capsys) -> tuple[int, str]:
+    monkeypatch.chdir(root)
+    code = main(["check-params"])
+    return code, capsys.readouterr().err
+
+
+def test_the_shipped_layout_passes(tmp_path, monkeypatch, capsys):
+    assert _check(_project(tmp_path, lambda tree: None), monkeypatch, capsys)[0] == 0
+
+
+def _set(dotted: str, value):
+    def change(tree: dict) -> None:
+        *parents, last = dotted.split(".")
+        node = tree
+        for part in parents:
+            node = node[part]
+        node[last] = value
+    return change
+
+
+@pytest.mark.parametrize(("change", "said"), [
+    (_set("data.dir", "/data/real"), "params.yaml: data.dir: /data/real not found"),
+    (_set("corpus.local_path", "data/raw/wiki.train.tokens"),
+     "params.yaml: corpus.local_path: data/raw/wiki.train.tokens not found"),
+    (_set("backbones.local", {"mine": {"path": "models/mine"}}),
+     "params.yaml: backbones.local.mine.path: models/mine not found"),
+], ids=["data-dir", "corpus", "backbone"])
+def test_a_missing_local_source_is_named_in_one_line(tmp_path, monkeypatch, capsys, change, said):
+    code, err = _check(_project(tmp_path, change), monkeypatch, capsys)
+    assert code == 2 and err.count("\n") == 1 and said in err, err
+
+
+def test_a_missing_task_folder_and_an_empty_local_one_are_named(tmp_path, monkeypatch, capsys):
+    root = _project(tmp_path, lambda tree: None)
+    shutil.rmtree(root / "data" / "raw" / "glue_data" / "RTE")
+    code, err = _check(root, monkeypatch, capsys)
+    assert code == 2 and "data.dir / tasks.rte: data/raw/glue_data/RTE not found" in err, err
+    (root / "data" / "raw" / "glue_data" / "RTE").mkdir()
+    assert _check(root, monkeypatch, capsys)[0] == 0  # synthetic data: the empty folder is all DVC needs
+    _set("data.source", "local")(tree := yaml.safe_load((root / "params.yaml").read_text(encoding="utf-8")))
+    tree["chunker"]["source"] = "conll"
+    (root / "params.yaml").write_text(yaml.safe_dump(tree, sort_keys=False), encoding="utf-8")
+    code, err = _check(root, monkeypatch, capsys)
+    assert code == 2 and "data.dir / tasks.cola: data/raw/glue_data/CoLA holds no files" in err, err
+
+
+def test_a_stage_refuses_before_its_work(tmp_path):
+    root = _project(tmp_path, _set("data.dir", "/data/real"))
+    out = root / "data" / "params-checked.txt"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "DVC_STAGE": "check_params", "DVC_ROOT": str(root)}
+    done = subprocess.run([sys.executable, str(ROOT / "pipeline" / "check_params.py"), str(out)], cwd=root, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and "data.dir: /data/real not found" in done.stderr, done.stderr
+    assert not out.exists()
