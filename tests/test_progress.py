@@ -330,3 +330,12 @@ def test_status_of_a_dvc_that_has_started_no_stage_yet(tmp_path, capsys):
     finally:
         process.kill()
         process.wait()
+
+
+def test_a_running_stage_past_its_borrowed_pace_only_slows_the_forecast():
+    # s1 took 30 s of 10 (pace 3, which ft@1 borrows: no modelled stage done); ft@1 is 150 s in, under its paced
+    # 300: the pace stays 3; at 400 s in, past it: the modelled pace is 400 / 100
+    records = _fresh_log(("start", "s1", 1001), ("end", "s1", 1031), ("start", "ft@1", 1031))
+    gaps = 0  # no time between s1's end and ft@1's start
+    assert progress_of(records, T0, 1181).left == pytest.approx(3 * 100 - 150 + 3 * 300 + gaps)
+    assert progress_of(records, T0, 1431).left == pytest.approx(0 + 4 * 300 + gaps)

@@ -90,14 +90,14 @@ def paces(done: list[_Done], running: tuple[dict, float] | None = None) -> dict[
             pair[0] += d.seconds
             pair[1] += d.expected
     pace = {basis: taken / expected for basis, (taken, expected) in sums.items()}
+    for basis, other in ((EARLIER, MODEL), (MODEL, EARLIER)):
+        pace.setdefault(basis, pace.get(other, 1.0))
     if running is not None:
         entry, so_far = running
         basis, expected = basis_of(entry), entry.get("seconds")
-        if basis in (EARLIER, MODEL) and expected and so_far > expected * pace.get(basis, 1.0):
+        if basis in (EARLIER, MODEL) and expected and so_far > expected * pace[basis]:
             taken, before = sums.get(basis, [0.0, 0.0])
-            pace[basis] = (taken + so_far) / (before + expected)
-    for basis, other in ((EARLIER, MODEL), (MODEL, EARLIER)):
-        pace.setdefault(basis, pace.get(other, 1.0))
+            pace[basis] = max(pace[basis], (taken + so_far) / (before + expected))
     return pace
 
 
