@@ -162,6 +162,17 @@ def test_a_never_timed_stage_takes_the_time_of_its_group_s_stages_done_here():
     p = progress_of(records, T0, 1027)  # prepare@b: 20 - 5, prepare@c: 20; gaps 1 s, for c and after it
     assert (p.left, p.untimed, p.low) == (15 + 20 + 2, 0, None)
     assert progress_line(p) == "stage 2 of 3: prepare@b · 27 s in · about 37 s left"
+    # of another group but the same kind (one script): the mean of that kind's, from its shortest to its longest
+    plan = [{"stage": "glue_sf@1", "runs": "yes", "seconds": None, "kind": "finetune"},
+            {"stage": "glue_baseline@1", "runs": "yes", "seconds": None, "kind": "finetune"},
+            {"stage": "ner_sf@1", "runs": "yes", "seconds": None, "kind": "finetune"},
+            {"stage": "report", "runs": "yes", "seconds": None}]
+    records = [{"command": ["dvc", "repro"], "plan": plan}, {"start": "glue_sf@1", "at": 1001},
+               {"end": "glue_sf@1", "at": 1041, "status": 0}, {"start": "glue_baseline@1", "at": 1041},
+               {"end": "glue_baseline@1", "at": 1061, "status": 0}, {"start": "ner_sf@1", "at": 1061}]
+    p = progress_of(records, T0, 1071)
+    assert (p.left, p.low, p.high, p.untimed) == (30 - 10, 20 - 10, 40 - 10, 1)
+    assert progress_line(p) == "stage 3 of 4: ner_sf@1 · 1 min 11 s in · about 10–30 s left + 1 stage never timed"
 
 
 @pytest.mark.parametrize("low, high, shown", [(203, 803, "3–14 min"), (40, 90, "40–90 s"), (4000, 9000, "1–3 h"),

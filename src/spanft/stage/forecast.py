@@ -5,8 +5,9 @@ Pure arithmetic over a session's plan and log (:mod:`spanft.stage.progress` read
 - **Expected times.** Each planned stage carries the seconds it is expected to take and their ``basis``:
   ``earlier`` (its time in an earlier session; a plan entry with seconds and no basis reads so) or ``model``
   (the cost model's, for a fine-tuning run never run here). A stage without seconds takes those of the stages of
-  its group (``glue_sf@...``: the part before ``@``) that this session has run, when there are any; else it is
-  never timed, and is counted apart rather than guessed.
+  its group (``glue_sf@...``: the part before ``@``) that this session has run, else of its kind (``kind``: the
+  stages of one script, every fine-tuning group), when there are any; else it is never timed, and is counted
+  apart rather than guessed.
 - **This run's pace.** Per basis, the stages this session ran: their seconds over their expected seconds (a
   ratio of sums, so long stages weigh more). A running stage that has outrun its paced time counts too, with
   the seconds it has taken so far. A basis with no stage done borrows the other's pace, else 1.
@@ -54,6 +55,7 @@ class _Done:
     seconds: float  # actual
     expected: float | None
     basis: str | None
+    kind: str | None  # the plan entry's kind (its script), where it names one
 
 
 def basis_of(entry: dict) -> str | None:
@@ -76,7 +78,8 @@ def done_stages(plan: list[dict], records: list[dict]) -> list[_Done]:
         name = record.get("end")
         if name in entries and name in starts and record.get("status") == 0:
             entry = entries[name]
-            done.append(_Done(name, max(record["at"] - starts[name], 0.0), entry.get("seconds"), basis_of(entry)))
+            done.append(_Done(name, max(record["at"] - starts[name], 0.0), entry.get("seconds"), basis_of(entry),
+                              entry.get("kind")))
     return done
 
 
@@ -143,16 +146,18 @@ def forecast(plan: list[dict], records: list[dict], current: int, running: bool,
     groups: dict[str, list[float]] = {}
     for d in done:
         groups.setdefault(group_of(d.stage), []).append(d.seconds)
+        if d.kind:
+            groups.setdefault(f"kind {d.kind}", []).append(d.seconds)
     middle = low = high = 0.0
     untimed = fresh = timed = 0
     for entry in ([here] if running else []) + plan[current + 1:]:
         basis = basis_of(entry)
-        seen = groups.get(group_of(entry["stage"]), [])
+        seen = groups.get(group_of(entry["stage"])) or groups.get(f"kind {entry.get('kind')}", [])
         if basis is None and not seen:
             untimed += 1
             fresh += 1
             continue
-        if basis is None:  # the mean of its group's stages done here; the range: their shortest and longest
+        if basis is None:  # the mean of its group's (kind's) stages done here; the range: shortest to longest
             m, lo, hi = sum(seen) / len(seen), min(seen), max(seen)
         else:
             m = entry["seconds"] * pace[basis]
