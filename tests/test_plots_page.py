@@ -211,3 +211,18 @@ def _legend_symbols(spec: dict, title: str) -> list[tuple[str, str]]:
     label = f"Symbol legend titled '{title}'"
     legend = next(g for g in _svg(spec).iter() if (g.get("aria-label") or "").startswith(label))
     return [(e.get("d"), e.get("stroke-dasharray")) for e in legend.iter() if e.get("stroke-dasharray")]
+
+
+def test_the_readme_s_one_run_view_draws_the_optimizer_steps(shown):
+    """The README's command for one run's curves, as written: x in the run's optimizer steps, not row numbers."""
+    readme = " ".join((ROOT / "README.md").read_text(encoding="utf-8").split())
+    command = re.search(r"`(dvc plots show [^`]*data/checkpoints/<run>/dvclive/plots/metrics)`", readme).group(1)
+    root = shown.parents[1]
+    metrics = root / "data/checkpoints/run/dvclive/plots/metrics/train"
+    metrics.mkdir(parents=True)
+    (metrics / "loss.tsv").write_text("step\tloss\n10\t0.9\n20\t0.8\n30\t0.7\n", encoding="utf-8")
+    done = subprocess.run([*command.replace("<run>", "run").split(), "--json"], cwd=root, capture_output=True,
+                          text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    plot = json.loads(done.stdout)["data"]["data/checkpoints/run/dvclive/plots/metrics/train/loss.tsv"][0]
+    assert [int(v["step"]) for v in plot["content"]["data"]["values"]] == [10, 20, 30]
