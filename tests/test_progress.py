@@ -101,6 +101,10 @@ def test_without_a_plan_the_line_claims_no_count():
              {"start": "x", "at": 1005}]
     assert progress_line(progress_of(never, T0, 1065)) == "stage 1 of at most 2: x · 1 min 5 s in · time left not " \
                                                           "known: 2 stages never timed"
+    # once DVC's gaps are known, they are a time to go by, before the stages never timed
+    never += [{"end": "x", "at": 1009, "status": 0}, {"start": "y", "at": 1012}]
+    assert progress_line(progress_of(never, T0, 1020)) == "stage 2 of 2: y · 20 s in · about 3 s left + 1 stage " \
+                                                          "never timed"
     stray = _log(("start", "z", 1005))  # a stage the plan does not hold: no count rather than a wrong one
     assert progress_of(stray, T0, 1010).total is None
 

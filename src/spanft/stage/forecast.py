@@ -167,9 +167,9 @@ def forecast(plan: list[dict], records: list[dict], current: int, running: bool,
         timed += basis == EARLIER
         fresh += basis != EARLIER
         middle, low, high = middle + m, low + lo, high + hi
-    if untimed == fresh + timed:  # nothing ahead has a time to go by
-        return Forecast(None, None, None, untimed, fresh, timed)
     gap = gap_per_stage(plan, records) or 0.0
     ahead = len(plan) - current - 1
     gaps = max(gap * (ahead + 1) - (0.0 if running else min(since_end, gap)), 0.0)
+    if untimed == fresh + timed and gaps < 0.5:  # nothing ahead has a time to go by, nor DVC's gaps
+        return Forecast(None, None, None, untimed, fresh, timed)
     return Forecast(middle + gaps, low + gaps, high + gaps, untimed, fresh, timed)
