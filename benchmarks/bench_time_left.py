@@ -1,6 +1,6 @@
 """How true the time left is: each forecast at 10%, 50% and 90% of the way against the actual end.
 
-    python benchmarks/bench_time_left.py [--reduced] [--cases quiet,loaded] [--dict-size N] [--work DIR]
+    python benchmarks/bench_time_left.py [--reduced] [--cases quiet,loaded] [--dict-size N] [--work DIR] [--exp-only]
 
 For each case, a fresh project (no stage timed before: what a new user has) runs `dvc repro`, then
 `dvc exp run -S dict_size=N` (its stages timed by the repro before it); "quiet" runs alone, "loaded" beside
@@ -76,18 +76,19 @@ def timed_run(command: list[str], project: Path, log: Path, loaded: bool) -> tup
     return start, end
 
 
-def session_log(project: Path, after: float, keep: Path) -> Path:
-    """The log of the session that started after ``after`` (copied to ``keep``: the next session removes it)."""
+def session_log(project: Path, after: float, keep: Path) -> tuple[Path, float]:
+    """The log of the session that started after ``after`` (copied to ``keep``: the next session removes it), and
+    when its dvc started."""
     logs = [(int(p.stem.partition("-")[2]) / 1000, p) for p in (project / FOLDER).glob("*.jsonl")
             if p.stem.partition("-")[2].isdigit()]
-    path = max((s, p) for s, p in logs if s >= after - 5)[1]
+    started, path = max((s, p) for s, p in logs if s >= after - 5)
     shutil.copy(path, keep)
-    return keep
+    return keep, started
 
 
-def forecasts(log: Path, end: float) -> list[dict]:
-    """At each fraction of the way (from dvc's start to its end), what the forecast said and what was left."""
-    started = int(log.stem.partition("-")[2]) / 1000
+def forecasts(log: Path, started: float, end: float) -> list[dict]:
+    """At each fraction of the way (from dvc's start at ``started`` to its end), what the forecast said and what
+    was actually left."""
     records = read_records(log)
     rows = []
     for fraction in FRACTIONS:
@@ -124,6 +125,8 @@ def main() -> int:
     parser.add_argument("--dict-size", type=int, default=None, help="the experiment's dict_size (default: 100000, "
                         "reduced: 1500)")
     parser.add_argument("--work", type=Path, default=None, help="folder for the projects (default: a temporary one)")
+    parser.add_argument("--exp-only", action="store_true", help="only the dvc exp run, in the projects --work holds "
+                        "from an earlier call (their repro done)")
     args = parser.parse_args()
     cases = [case.strip() for case in args.cases.split(",") if case.strip()]
     if not cases or set(cases) - {"quiet", "loaded"}:
@@ -133,17 +136,19 @@ def main() -> int:
     work.mkdir(parents=True, exist_ok=True)
     print(f"bench_time_left: {'reduced graph' if args.reduced else 'embedded profile'}, projects in {work}")
     results = {}
+    runs = [("repro", ["dvc", "repro"]), ("exp", ["dvc", "exp", "run", "-S", f"dict_size={dict_size}"])]
     for case in cases:
-        project = new_project(work, case, args.reduced)
-        for name, command in (("repro", ["dvc", "repro"]), ("exp", ["dvc", "exp", "run", "-S", f"dict_size={dict_size}"])):
+        project = work / case if args.exp_only else new_project(work, case, args.reduced)
+        for name, command in runs[1:] if args.exp_only else runs:
             label = f"{case} {name}"
             start, end = timed_run(command, project, work / f"{case}-{name}.log", case == "loaded")
-            log = session_log(project, start, work / f"{case}-{name}.jsonl")
-            rows = forecasts(log, end)
+            log, started = session_log(project, start, work / f"{case}-{name}.jsonl")
+            rows = forecasts(log, started, end)
             results[label] = {"seconds": end - start, "rows": rows,
                               "kept": print_case(label, command, start, end, rows)}
-    (work / "time_left.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    print(f"bench_time_left: figures in {work / 'time_left.json'}")
+    out = work / f"time_left{'-exp' if args.exp_only else ''}.json"
+    out.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    print(f"bench_time_left: figures in {out}")
     return 0
 
 
