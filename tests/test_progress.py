@@ -55,10 +55,11 @@ def test_a_stage_skipped_by_dvc_drops_out_of_the_count_and_the_estimate():
     p = progress_of(records, T0, 1100)
     # k = 2 started (a, c); N = 2 + the 2 after c (d, e), "at most": e may not run; 100 s since dvc started;
     # left: d 30 + e 10 at a's pace (60 s of 60: 1), and DVC's gaps: 10 s from a's end to c's start over 2
-    # planned stages (b skipped) = 5 s per stage, for d, e and the last one's save: 15; c itself never timed
+    # planned stages (b skipped) = 5 s per stage, for d, e and the last one's save: 15; c, never timed, takes
+    # the mean stage of this run (a: 60 s) less its 20 s so far
     assert (p.stage, p.running, p.number, p.total, p.at_most) == ("c", True, 2, 4, True)
-    assert (p.elapsed, p.left, p.untimed, p.done) == (100, 55, 1, 1)
-    assert progress_line(p) == "stage 2 of at most 4: c · 1 min 40 s in · about 55 s left + 1 stage never timed"
+    assert (p.elapsed, p.left, p.untimed, p.done) == (100, 55 + 40, 0, 1)
+    assert progress_line(p) == "stage 2 of at most 4: c · 1 min 40 s in · about 1 min 35 s left"
 
 
 def test_the_running_stage_counts_what_is_left_of_its_own_time():
@@ -101,10 +102,10 @@ def test_without_a_plan_the_line_claims_no_count():
              {"start": "x", "at": 1005}]
     assert progress_line(progress_of(never, T0, 1065)) == "stage 1 of at most 2: x · 1 min 5 s in · time left not " \
                                                           "known: 2 stages never timed"
-    # once DVC's gaps are known, they are a time to go by, before the stages never timed
+    # once a stage has ended, one never timed takes this run's mean stage (x: 4 s; y is 8 s in: 0 left), and DVC's
+    # gaps count (3 s, for the save after y)
     never += [{"end": "x", "at": 1009, "status": 0}, {"start": "y", "at": 1012}]
-    assert progress_line(progress_of(never, T0, 1020)) == "stage 2 of 2: y · 20 s in · about 3 s left + 1 stage " \
-                                                          "never timed"
+    assert progress_line(progress_of(never, T0, 1020)) == "stage 2 of 2: y · 20 s in · about 3 s left"
     stray = _log(("start", "z", 1005))  # a stage the plan does not hold: no count rather than a wrong one
     assert progress_of(stray, T0, 1010).total is None
 
@@ -128,24 +129,26 @@ def test_the_time_left_learns_this_run_s_pace_and_narrows_its_range():
     records = _fresh_log(("start", "s1", 1001), ("end", "s1", 1011), ("start", "ft@1", 1013))
     p = progress_of(records, T0, 1020)  # ft@1 7 s in; no modelled stage done: half to twice the model's time
     gaps = 2 * 5  # before ft@2, ft@3, ft@4, report, and the save after it
-    assert p.left == pytest.approx(100 - 7 + 300 + gaps)
-    assert (p.low, p.high) == pytest.approx((50 - 7 + 150 + gaps, 200 - 7 + 600 + gaps))
-    assert progress_line(p) == "stage 2 of 6: ft@1 · 20 s in · about 3–14 min left + 1 stage never timed"
+    report = 10  # never timed: the mean stage done here (s1), half to twice it
+    assert p.left == pytest.approx(100 - 7 + 300 + gaps + report)
+    assert (p.low, p.high) == pytest.approx((50 - 7 + 150 + gaps + report / 2, 200 - 7 + 600 + gaps + 2 * report))
+    assert progress_line(p) == "stage 2 of 6: ft@1 · 20 s in · about 3–14 min left"
     # ft@1 took 300 s, three times the model's: the pace of the modelled stages is 3, the range 1.5x either side
     records += [{"end": "ft@1", "at": 1313, "status": 0}, {"start": "ft@2", "at": 1315}]
     p = progress_of(records, T0, 1320)
-    gaps = 2 * 4
-    assert p.left == pytest.approx(300 - 5 + 600 + gaps)
-    assert (p.low, p.high) == pytest.approx((200 - 5 + 400 + gaps, 450 - 5 + 900 + gaps))
-    assert progress_line(p) == "stage 3 of 6: ft@2 · 5 min 20 s in · about 10–23 min left + 1 stage never timed"
+    gaps, report = 2 * 4, (10 + 300) / 2
+    assert p.left == pytest.approx(300 - 5 + 600 + gaps + report)
+    assert (p.low, p.high) == pytest.approx((200 - 5 + 400 + gaps + report / 2, 450 - 5 + 900 + gaps + 2 * report))
+    assert progress_line(p) == "stage 3 of 6: ft@2 · 5 min 20 s in · about 11–28 min left"
     # ft@2 took 260 s: pace 560 / 200; the range from the lowest ratio seen (2.6, widened to pace / 1.1) to the
     # highest (3, widened to pace x 1.1)
     records += [{"end": "ft@2", "at": 1575, "status": 0}, {"start": "ft@3", "at": 1577}]
     p = progress_of(records, T0, 1580)
-    gaps, pace = 2 * 3, 560 / 200
-    assert p.left == pytest.approx(pace * 100 - 3 + pace * 100 + gaps)
-    assert (p.low, p.high) == pytest.approx((200 * pace / 1.1 - 3 + gaps, 200 * pace * 1.1 - 3 + gaps))
-    assert progress_line(p) == "stage 4 of 6: ft@3 · 9 min 40 s in · about 8–11 min left + 1 stage never timed"
+    gaps, pace, report = 2 * 3, 560 / 200, (10 + 300 + 260) / 3
+    assert p.left == pytest.approx(pace * 100 - 3 + pace * 100 + gaps + report)
+    assert (p.low, p.high) == pytest.approx((200 * pace / 1.1 - 3 + gaps + report / 2,
+                                             200 * pace * 1.1 - 3 + gaps + 2 * report))
+    assert progress_line(p) == "stage 4 of 6: ft@3 · 9 min 40 s in · about 10–17 min left"
 
 
 def test_on_a_loaded_machine_earlier_times_are_scaled_by_this_run_s_pace():
@@ -174,9 +177,9 @@ def test_a_never_timed_stage_takes_the_time_of_its_group_s_stages_done_here():
     records = [{"command": ["dvc", "repro"], "plan": plan}, {"start": "glue_sf@1", "at": 1001},
                {"end": "glue_sf@1", "at": 1041, "status": 0}, {"start": "glue_baseline@1", "at": 1041},
                {"end": "glue_baseline@1", "at": 1061, "status": 0}, {"start": "ner_sf@1", "at": 1061}]
-    p = progress_of(records, T0, 1071)
-    assert (p.left, p.low, p.high, p.untimed) == (30 - 10, 20 - 10, 40 - 10, 1)
-    assert progress_line(p) == "stage 3 of 4: ner_sf@1 · 1 min 11 s in · about 10–30 s left + 1 stage never timed"
+    p = progress_of(records, T0, 1071)  # and the report, of no kind: this run's mean stage, half to twice it
+    assert (p.left, p.low, p.high, p.untimed) == (30 - 10 + 30, 20 - 10 + 15, 40 - 10 + 60, 0)
+    assert progress_line(p) == "stage 3 of 4: ner_sf@1 · 1 min 11 s in · about 25–90 s left"
 
 
 @pytest.mark.parametrize("low, high, shown", [(203, 803, "3–14 min"), (40, 90, "40–90 s"), (4000, 9000, "1–3 h"),
@@ -260,7 +263,7 @@ def test_a_stage_under_dvc_logs_itself_and_the_last_planned_one_ends_with_the_su
         pass
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("spanft: stage 2 of 2: report · ")
-    assert err[0].endswith(" · time left not known: 1 stage never timed")
+    assert re.search(r" · (under 1 s|about \d+ s) left$", err[0]), err[0]  # this run's mean stage: a's
     assert re.fullmatch(r"spanft: done: dvc repro: 2 stages in \d+ s", err[1])
     assert err[2] == "spanft: SF − baseline, mean dev main metric x 100: glue tiny average +7.9"
     assert err[3].startswith("spanft: reports: reports/index.md")
@@ -306,8 +309,7 @@ def test_status_of_a_running_session(tmp_path, capsys):
     _running_session(tmp_path)
     started = psutil.Process().create_time()
     assert status_lines(tmp_path, now=started + 100) == [
-        f"dvc exp run (pid {os.getpid()}): stage 2 of at most 4: c · 1 min 40 s in · about 55 s left + "
-        f"1 stage never timed"]
+        f"dvc exp run (pid {os.getpid()}): stage 2 of at most 4: c · 1 min 40 s in · about 1 min 35 s left"]
     assert main(["status", "--root", str(tmp_path)]) == 0
     assert f"dvc exp run (pid {os.getpid()}): stage 2 of at most 4: c · " in capsys.readouterr().out
 
@@ -351,6 +353,6 @@ def test_a_running_stage_past_its_borrowed_pace_only_slows_the_forecast():
     # s1 took 30 s of 10 (pace 3, which ft@1 borrows: no modelled stage done); ft@1 is 150 s in, under its paced
     # 300: the pace stays 3; at 400 s in, past it: the modelled pace is 400 / 100
     records = _fresh_log(("start", "s1", 1001), ("end", "s1", 1031), ("start", "ft@1", 1031))
-    gaps = 0  # no time between s1's end and ft@1's start
-    assert progress_of(records, T0, 1181).left == pytest.approx(3 * 100 - 150 + 3 * 300 + gaps)
-    assert progress_of(records, T0, 1431).left == pytest.approx(0 + 4 * 300 + gaps)
+    gaps, report = 0, 30  # no time between s1's end and ft@1's start; the report: the mean stage done (s1)
+    assert progress_of(records, T0, 1181).left == pytest.approx(3 * 100 - 150 + 3 * 300 + gaps + report)
+    assert progress_of(records, T0, 1431).left == pytest.approx(0 + 4 * 300 + gaps + report)

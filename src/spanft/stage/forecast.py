@@ -6,8 +6,8 @@ Pure arithmetic over a session's plan and log (:mod:`spanft.stage.progress` read
   ``earlier`` (its time in an earlier session; a plan entry with seconds and no basis reads so) or ``model``
   (the cost model's, for a fine-tuning run never run here). A stage without seconds takes those of the stages of
   its group (``glue_sf@...``: the part before ``@``) that this session has run, else of its kind (``kind``: the
-  stages of one script, every fine-tuning group), when there are any; else it is never timed, and is counted
-  apart rather than guessed.
+  stages of one script, every fine-tuning group), else the mean of every stage this session has run (from half
+  to twice it); before any stage has ended it is never timed, and counted apart rather than guessed.
 - **This run's pace.** Per basis, the stages this session ran: their seconds over their expected seconds (a
   ratio of sums, so long stages weigh more). A running stage that has outrun its paced time counts too, with
   the seconds it has taken so far. A basis with no stage done borrows the other's pace, else 1.
@@ -153,12 +153,15 @@ def forecast(plan: list[dict], records: list[dict], current: int, running: bool,
     for entry in ([here] if running else []) + plan[current + 1:]:
         basis = basis_of(entry)
         seen = groups.get(group_of(entry["stage"])) or groups.get(f"kind {entry.get('kind')}", [])
-        if basis is None and not seen:
+        if basis is None and not (seen or done):
             untimed += 1
             fresh += 1
             continue
-        if basis is None:  # the mean of its group's (kind's) stages done here; the range: shortest to longest
+        if basis is None and seen:  # the mean of its group's (kind's) stages done here; shortest to longest
             m, lo, hi = sum(seen) / len(seen), min(seen), max(seen)
+        elif basis is None:  # nothing like it done: the mean stage of this run, half to twice it
+            m = sum(d.seconds for d in done) / len(done)
+            lo, hi = m / UNLEARNED_SPREAD, m * UNLEARNED_SPREAD
         else:
             m = entry["seconds"] * pace[basis]
             lo, hi = (m, m) if basis == EARLIER else (entry["seconds"] * f for f in factors[basis])
