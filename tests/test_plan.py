@@ -119,3 +119,13 @@ def test_errors_name_the_file_once_where_params_are_read(tmp_path):
     plan = load_plan(ROOT / "profiles" / "embedded.yaml")
     with pytest.raises(SpanftError, match=rf"^{ROOT / 'profiles' / 'embedded.yaml'}: studies.glue plans no run tiny/cola/sf/seed9$"):
         plan.find_run("glue", "tiny", "cola", "sf", 9)
+
+
+def test_every_embedded_run_draws_a_training_curve_of_at_least_ten_points():
+    """The curves are worth plotting: each run of the embedded profile logs its training loss at least ten times
+    (every log_every_steps optimizer steps; its steps counted by the cost model from the task's size)."""
+    from spanft.cost.model import train_steps
+
+    plan = load_plan(ROOT / "profiles" / "embedded.yaml")
+    points = {run.task: train_steps(run.task, plan) // plan.hparams[run.task].log_every_steps for run in plan.runs()}
+    assert points and min(points.values()) >= 10, points

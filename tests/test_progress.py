@@ -54,30 +54,40 @@ def test_a_stage_skipped_by_dvc_drops_out_of_the_count_and_the_estimate():
     records = _log(("start", "a", 1010), ("end", "a", 1070, 0), ("start", "c", 1080))
     p = progress_of(records, T0, 1100)
     # k = 2 started (a, c); N = 2 + the 2 after c (d, e), "at most": e may not run; 100 s since dvc started;
-    # left: d 30 + e 10 = 40 s, and c itself never timed
+    # left: d 30 + e 10 at a's pace (60 s of 60: 1), and DVC's gaps: 10 s from a's end to c's start over 2
+    # planned stages (b skipped) = 5 s per stage, for d, e and the last one's save: 15; c, never timed, takes
+    # the mean stage of this run (a: 60 s) less its 20 s so far
     assert (p.stage, p.running, p.number, p.total, p.at_most) == ("c", True, 2, 4, True)
-    assert (p.elapsed, p.left, p.untimed, p.done) == (100, 40, 1, 1)
-    assert progress_line(p) == "stage 2 of at most 4: c · 1 min 40 s in · about 40 s left + 1 stage never timed"
+    assert (p.elapsed, p.left, p.untimed, p.done) == (100, 55 + 40, 0, 1)
+    assert progress_line(p) == "stage 2 of at most 4: c · 1 min 40 s in · about 1 min 35 s left"
 
 
 def test_the_running_stage_counts_what_is_left_of_its_own_time():
     records = _log(("start", "a", 1010), ("end", "a", 1070, 0), ("start", "b", 1075), ("end", "b", 1190, 0),
                    ("start", "c", 1195), ("end", "c", 1300, 0), ("start", "d", 1305))
-    p = progress_of(records, T0, 1315)  # d: 10 of its 30 s gone -> 20, and e's 10
-    assert (p.number, p.total, p.left, p.untimed, p.at_most) == (4, 5, 30, 0, True)
-    assert progress_line(p) == "stage 4 of at most 5: d · 5 min 15 s in · about 30 s left"
-    over = progress_of(records, T0, 1400)  # d past its time: 0 for it, not less
-    assert over.left == 10
+    # the pace: a and b took 175 s of their 180 (c had no time to go by); d: 10 of its 30 x pace gone, and e's
+    # 10 x pace; DVC's gaps: 5 s per stage, before e and after it
+    pace = 175 / 180
+    p = progress_of(records, T0, 1315)
+    assert (p.number, p.total, p.untimed, p.at_most) == (4, 5, 0, True)
+    assert p.left == pytest.approx(30 * pace - 10 + 10 * pace + 2 * 5)
+    assert progress_line(p) == "stage 4 of at most 5: d · 5 min 15 s in · about 39 s left"
+    over = progress_of(records, T0, 1400)  # d past its paced time: 0 for it, and its 95 s so far slow the pace
+    assert over.left == pytest.approx(10 * (175 + 95) / (180 + 30) + 2 * 5)
     last = progress_of(records + [{"end": "d", "at": 1330, "status": 0}, {"start": "e", "at": 1332}], T0, 1342.2)
-    assert progress_line(last) == "stage 5 of 5: e · 5 min 42 s in · under 1 s left"
+    # e past its paced time: what is left is DVC's save after it, at the 17 s of gaps over 4 stages passed
+    assert last.left == pytest.approx(17 / 4)
+    assert progress_line(last) == "stage 5 of 5: e · 5 min 42 s in · about 4 s left"
 
 
 def test_a_certain_count_has_no_at_most_and_the_end_between_stages_is_told():
     records = _log(("start", "a", 1010), ("end", "a", 1070, 0), ("start", "b", 1075), ("end", "b", 1190, 0),
                    ("start", "c", 1195), ("end", "c", 1300, 0), ("start", "d", 1305), ("end", "d", 1335, 0))
-    p = progress_of(records, T0, 1340)  # between d and e; only e is left (maybe)
-    assert (p.running, p.number, p.total, p.left) == (False, 4, 5, 10)
-    assert progress_line(p) == "stage 4 of at most 5 done: d · 5 min 40 s in · about 10 s left"
+    p = progress_of(records, T0, 1340)  # between d and e; only e is left (maybe), at the pace of a, b, d
+    # (205 s of 210); the gaps (5 s per stage): the one before e, of which 5 s have gone, and the one after it
+    assert (p.running, p.number, p.total) == (False, 4, 5)
+    assert p.left == pytest.approx(10 * 205 / 210 + 2 * 5 - 5)
+    assert progress_line(p) == "stage 4 of at most 5 done: d · 5 min 40 s in · about 15 s left"
     records = [{"command": ["dvc", "repro"], "plan": [dict(entry, runs="yes") for entry in PLAN]},
                {"start": "a", "at": 1001}]
     assert progress_line(progress_of(records, T0, 1001)) == "stage 1 of 5: a · 1 s in · about 3 min 40 s left + " \
@@ -92,8 +102,90 @@ def test_without_a_plan_the_line_claims_no_count():
              {"start": "x", "at": 1005}]
     assert progress_line(progress_of(never, T0, 1065)) == "stage 1 of at most 2: x · 1 min 5 s in · time left not " \
                                                           "known: 2 stages never timed"
+    # once a stage has ended, one never timed takes this run's mean stage (x: 4 s; y is 8 s in: 0 left), and DVC's
+    # gaps count (3 s, for the save after y)
+    never += [{"end": "x", "at": 1009, "status": 0}, {"start": "y", "at": 1012}]
+    assert progress_line(progress_of(never, T0, 1020)) == "stage 2 of 2: y · 20 s in · about 3 s left"
     stray = _log(("start", "z", 1005))  # a stage the plan does not hold: no count rather than a wrong one
     assert progress_of(stray, T0, 1010).total is None
+
+
+# ------------------------------------------------------------------------------------------- a time left that learns
+
+# A fresh clone's plan: a stage timed before, four fine-tuning runs only the cost model has a time for (100 s
+# each), and a report never timed
+FRESH = [{"stage": "s1", "runs": "yes", "seconds": 10.0, "basis": "earlier"},
+         *({"stage": f"ft@{i}", "runs": "yes", "seconds": 100.0, "basis": "model"} for i in range(1, 5)),
+         {"stage": "report", "runs": "yes", "seconds": None}]
+
+
+def _fresh_log(*events: tuple[str, str, float]) -> list[dict]:
+    return [{"command": ["dvc", "repro"], "plan": FRESH},
+            *({kind: stage, "at": at, **({"status": 0} if kind == "end" else {})} for kind, stage, at in events)]
+
+
+def test_the_time_left_learns_this_run_s_pace_and_narrows_its_range():
+    # s1 took its 10 s (pace 1); ft@1 started 2 s after s1's end (DVC's gap: 2 s per stage)
+    records = _fresh_log(("start", "s1", 1001), ("end", "s1", 1011), ("start", "ft@1", 1013))
+    p = progress_of(records, T0, 1020)  # ft@1 7 s in; no modelled stage done: half to twice the model's time
+    gaps = 2 * 5  # before ft@2, ft@3, ft@4, report, and the save after it
+    report = 10  # never timed: the mean stage done here (s1), half to twice it
+    assert p.left == pytest.approx(100 - 7 + 300 + gaps + report)
+    assert (p.low, p.high) == pytest.approx((50 - 7 + 150 + gaps + report / 2, 200 - 7 + 600 + gaps + 2 * report))
+    assert progress_line(p) == "stage 2 of 6: ft@1 · 20 s in · about 3–14 min left"
+    # ft@1 took 300 s, three times the model's: the pace of the modelled stages is 3, the range 1.5x either side
+    records += [{"end": "ft@1", "at": 1313, "status": 0}, {"start": "ft@2", "at": 1315}]
+    p = progress_of(records, T0, 1320)
+    gaps, report = 2 * 4, (10 + 300) / 2
+    assert p.left == pytest.approx(300 - 5 + 600 + gaps + report)
+    assert (p.low, p.high) == pytest.approx((200 - 5 + 400 + gaps + report / 2, 450 - 5 + 900 + gaps + 2 * report))
+    assert progress_line(p) == "stage 3 of 6: ft@2 · 5 min 20 s in · about 11–28 min left"
+    # ft@2 took 260 s: pace 560 / 200; the range from the lowest ratio seen (2.6, widened to pace / 1.1) to the
+    # highest (3, widened to pace x 1.1)
+    records += [{"end": "ft@2", "at": 1575, "status": 0}, {"start": "ft@3", "at": 1577}]
+    p = progress_of(records, T0, 1580)
+    gaps, pace, report = 2 * 3, 560 / 200, (10 + 300 + 260) / 3
+    assert p.left == pytest.approx(pace * 100 - 3 + pace * 100 + gaps + report)
+    assert (p.low, p.high) == pytest.approx((200 * pace / 1.1 - 3 + gaps + report / 2,
+                                             200 * pace * 1.1 - 3 + gaps + 2 * report))
+    assert progress_line(p) == "stage 4 of 6: ft@3 · 9 min 40 s in · about 10–17 min left"
+
+
+def test_on_a_loaded_machine_earlier_times_are_scaled_by_this_run_s_pace():
+    plan = [{"stage": name, "runs": "yes", "seconds": seconds, "basis": "earlier"}
+            for name, seconds in (("a", 10.0), ("b", 20.0), ("c", 40.0), ("d", 80.0))]
+    records = [{"command": ["dvc", "repro"], "plan": plan}, {"start": "a", "at": 1001},
+               {"end": "a", "at": 1016, "status": 0}, {"start": "b", "at": 1017}]
+    p = progress_of(records, T0, 1020)  # a took 15 s of 10: pace 1.5; every stage ahead timed before: one figure
+    assert p.left == pytest.approx(1.5 * 20 - 3 + 1.5 * (40 + 80) + 1 * 3)
+    assert (p.low, p.high) == (None, None)
+    assert progress_line(p) == "stage 2 of 4: b · 20 s in · about 3 min 30 s left"
+
+
+def test_a_never_timed_stage_takes_the_time_of_its_group_s_stages_done_here():
+    plan = [{"stage": f"prepare@{t}", "runs": "yes", "seconds": None} for t in "abc"]
+    records = [{"command": ["dvc", "repro"], "plan": plan}, {"start": "prepare@a", "at": 1001},
+               {"end": "prepare@a", "at": 1021, "status": 0}, {"start": "prepare@b", "at": 1022}]
+    p = progress_of(records, T0, 1027)  # prepare@b: 20 - 5, prepare@c: 20; gaps 1 s, for c and after it
+    assert (p.left, p.untimed, p.low) == (15 + 20 + 2, 0, None)
+    assert progress_line(p) == "stage 2 of 3: prepare@b · 27 s in · about 37 s left"
+    # of another group but the same kind (one script): the mean of that kind's, from its shortest to its longest
+    plan = [{"stage": "glue_sf@1", "runs": "yes", "seconds": None, "kind": "finetune"},
+            {"stage": "glue_baseline@1", "runs": "yes", "seconds": None, "kind": "finetune"},
+            {"stage": "ner_sf@1", "runs": "yes", "seconds": None, "kind": "finetune"},
+            {"stage": "report", "runs": "yes", "seconds": None}]
+    records = [{"command": ["dvc", "repro"], "plan": plan}, {"start": "glue_sf@1", "at": 1001},
+               {"end": "glue_sf@1", "at": 1041, "status": 0}, {"start": "glue_baseline@1", "at": 1041},
+               {"end": "glue_baseline@1", "at": 1061, "status": 0}, {"start": "ner_sf@1", "at": 1061}]
+    p = progress_of(records, T0, 1071)  # and the report, of no kind: this run's mean stage, half to twice it
+    assert (p.left, p.low, p.high, p.untimed) == (30 - 10 + 30, 20 - 10 + 15, 40 - 10 + 60, 0)
+    assert progress_line(p) == "stage 3 of 4: ner_sf@1 · 1 min 11 s in · about 25–90 s left"
+
+
+@pytest.mark.parametrize("low, high, shown", [(203, 803, "3–14 min"), (40, 90, "40–90 s"), (4000, 9000, "1–3 h"),
+                                              (600.5, 659, "10–11 min"), (600, 600, None)])
+def test_a_range_is_told_in_whole_units_that_hold_it(low, high, shown):
+    assert progress.between(low, high) == shown
 
 
 @pytest.mark.parametrize("seconds, shown", [(0.4, "0 s"), (59.6, "1 min"), (250, "4 min 10 s"), (3600, "1 h"),
@@ -189,7 +281,7 @@ def test_a_stage_under_dvc_logs_itself_and_the_last_planned_one_ends_with_the_su
         pass
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith("spanft: stage 2 of 2: report · ")
-    assert err[0].endswith(" · time left not known: 1 stage never timed")
+    assert re.search(r" · (under 1 s|about \d+ s) left$", err[0]), err[0]  # this run's mean stage: a's
     assert re.fullmatch(r"spanft: done: dvc repro: 2 stages in \d+ s", err[1])
     assert err[2] == "spanft: SF − baseline, mean dev main metric x 100: glue tiny average +7.9"
     assert err[3].startswith("spanft: reports: reports/index.md")
@@ -235,8 +327,7 @@ def test_status_of_a_running_session(tmp_path, capsys):
     _running_session(tmp_path)
     started = psutil.Process().create_time()
     assert status_lines(tmp_path, now=started + 100) == [
-        f"dvc exp run (pid {os.getpid()}): stage 2 of at most 4: c · 1 min 40 s in · about 40 s left + "
-        f"1 stage never timed"]
+        f"dvc exp run (pid {os.getpid()}): stage 2 of at most 4: c · 1 min 40 s in · about 1 min 35 s left"]
     assert main(["status", "--root", str(tmp_path)]) == 0
     assert f"dvc exp run (pid {os.getpid()}): stage 2 of at most 4: c · " in capsys.readouterr().out
 
@@ -274,3 +365,12 @@ def test_status_of_a_dvc_that_has_started_no_stage_yet(tmp_path, capsys):
     finally:
         process.kill()
         process.wait()
+
+
+def test_a_running_stage_past_its_borrowed_pace_only_slows_the_forecast():
+    # s1 took 30 s of 10 (pace 3, which ft@1 borrows: no modelled stage done); ft@1 is 150 s in, under its paced
+    # 300: the pace stays 3; at 400 s in, past it: the modelled pace is 400 / 100
+    records = _fresh_log(("start", "s1", 1001), ("end", "s1", 1031), ("start", "ft@1", 1031))
+    gaps, report = 0, 30  # no time between s1's end and ft@1's start; the report: the mean stage done (s1)
+    assert progress_of(records, T0, 1181).left == pytest.approx(3 * 100 - 150 + 3 * 300 + gaps + report)
+    assert progress_of(records, T0, 1431).left == pytest.approx(0 + 4 * 300 + gaps + report)

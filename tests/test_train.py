@@ -112,7 +112,7 @@ def test_run_writes_complete_metrics_and_predictions(workspace, reference, tmp_p
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "0"],
                    cwd=tmp_path, check=True)
     monkeypatch.chdir(tmp_path)  # in a git repository without DVC: DVCLive's own Live would `dvc init` it
-    options = _options(workspace, "runs/complete", seed=5)
+    options = _options(workspace, "runs/complete", seed=5, log_every_steps=2)  # 3 steps an epoch: 2, 3, 4, 6
     summary = run_finetune(options)
     assert not (tmp_path / ".dvc").exists()
     assert subprocess.run(["git", "status", "--porcelain", "--ignored"], cwd=tmp_path, capture_output=True,
@@ -157,16 +157,24 @@ def test_run_writes_complete_metrics_and_predictions(workspace, reference, tmp_p
             # the metric in metrics.json is the accuracy of the written predictions (independent oracle)
             assert summary["metrics"][split]["accuracy"] == pytest.approx(accuracy_score(gold, tsv["pred"]))
     assert not options.checkpoint_path().exists(), "checkpoints are removed after success"
-    # DVCLive's curves, one row per Trainer log (once per epoch) at its optimizer step: what metrics.json's
-    # history holds, and nothing measured on the clock, no TrainingArguments dump, no dvc.yaml
+    # DVCLive's curves at their optimizer steps: the training loss every log_every_steps steps and at each epoch's
+    # end, the evaluation once per epoch (what metrics.json's history holds), and nothing measured on the clock,
+    # no TrainingArguments dump, no dvc.yaml
     steps_per_epoch = steps // 2
     assert set(_curve_files(out)) == {"metrics.json", *(f"plots/metrics/{name}.tsv" for name in (
         "epoch", "train/loss", "train/grad_norm", "train/learning_rate", "eval/loss", "eval/accuracy"))}
     history = summary["history"]
     at_epochs = [steps_per_epoch * row["epoch"] for row in history]
-    assert _curve(out, "epoch") == [(step, row["epoch"]) for step, row in zip(at_epochs, history)]
-    for name, key in (("train/loss", "train_loss"), ("eval/loss", "eval_loss"), ("eval/accuracy", "eval_accuracy")):
+    logged = sorted({*range(2, steps + 1, 2), *at_epochs})
+    assert [step for step, _ in _curve(out, "train/loss")] == logged and len(logged) > len(history)
+    assert _curve(out, "epoch") == [(step, pytest.approx(step / steps_per_epoch)) for step in logged]
+    for name, key in (("eval/loss", "eval_loss"), ("eval/accuracy", "eval_accuracy")):
         assert _curve(out, name) == [(step, row[key]) for step, row in zip(at_epochs, history)], name
+    points = _curve(out, "train/loss")  # each point: the mean loss of the steps since the one before it
+    covered = [(step, loss, step - prev) for (prev, _), (step, loss) in zip([(0, 0.0), *points], points)]
+    for row, end in zip(history, at_epochs):  # an epoch's loss: its points' means weighted by the steps they cover
+        mine = [(loss, n) for step, loss, n in covered if end - steps_per_epoch < step <= end]
+        assert row["train_loss"] == pytest.approx(sum(loss * n for loss, n in mine) / sum(n for _, n in mine))
     latest = json.loads((out / "dvclive" / "metrics.json").read_text())
     assert latest["step"] == steps and latest["eval"]["accuracy"] == history[-1]["eval_accuracy"]
 

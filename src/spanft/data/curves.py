@@ -5,7 +5,9 @@ DVCLive keeps one TSV per metric, ``plots/metrics/<name>.tsv``, with the columns
 step) and the name's last part, and the latest values in ``metrics.json``. The names: ``train/loss`` (the mean
 training loss since the previous log), ``train/grad_norm``, ``train/learning_rate`` and ``epoch`` from each
 training log; ``eval/loss`` and ``eval/<metric>`` (the selection split's) from each evaluation. The Trainer logs
-and evaluates once per epoch, so each file has one row per epoch. No torch here: the report reads these.
+the training values every ``log_every_steps`` optimizer steps (a hyper-parameter) and at each epoch's end, and
+evaluates once per epoch, so the ``train/`` files have a row per log and the ``eval/`` files a row per epoch. No
+torch here: the report reads these.
 """
 
 from __future__ import annotations

@@ -51,6 +51,8 @@ class HParams:
                                              optional=True)
     max_eval_examples: int | None = _hparam(None, "keep the first N of each eval/test split", int, minimum=1,
                                             optional=True)
+    log_every_steps: int = _hparam(10, "optimizer steps between two points of the training-loss curve (and one at "
+                                   "each epoch's end; the dev score is evaluated once per epoch)", int, minimum=1)
 
 
 HPARAM_FIELDS = {f.name: f for f in fields(HParams)}

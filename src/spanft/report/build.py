@@ -228,7 +228,7 @@ _DESCRIPTIONS = {
     "dictsize_score": "Figure 4's data (DVC plot; score = dev main metric x 100)",
     "metrics": "DVC metrics: mean dev main metric of baseline and sf, their difference, GLUE averages",
     "headline": "DVC metrics: each table's gain and its 95% interval (x 100), as its verdict line prints them",
-    "training_curves": "every run's training curves from its DVCLive files (DVC plots): loss and dev score per epoch",
+    "training_curves": "every run's training curves from its DVCLive files (DVC plots), by optimizer step",
     "verdicts": "every verdict line as data: our gain, its 95% interval, p and detectable gain, the paper's gain, the word",
     "paper_values": "every number the paper prints, with its table, row, origin, column, metric and split",
 }

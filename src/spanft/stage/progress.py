@@ -17,6 +17,9 @@ pid reused later is not taken for it.
 - Each stage appends its start and its end; a stage that ends well records its time for later sessions.
 - Stage k of N: k = the stages this session has started, N = k + the planned stages after the current one (one
   that DVC skips, unchanged, drops out when a later one starts); "at most" while some of those are ``maybe``.
+- The time left (:mod:`spanft.stage.forecast`): the stages ahead at this run's own pace (the stages done here
+  against their expected seconds), with DVC's gaps between stages; a range ("about 12–20 min left") while most
+  stages ahead were never timed.
 
 None of this is a DVC output or read by a stage's computation: the outputs cannot depend on it. Whatever goes
 wrong here is logged at debug level and the stage runs on.
@@ -36,6 +39,7 @@ from typing import Any, Iterator
 
 from spanft.english import count_of
 from spanft.fileio import repository_root
+from spanft.stage.forecast import forecast
 from spanft.stage.repro_plan import dvc_plan, repro_arguments
 from spanft.stage.session import (
     FOLDER,
@@ -79,9 +83,12 @@ class Progress:
     total: int | None  # N: k + the planned stages after the last one started; None without a plan
     at_most: bool  # some of those may not run (``maybe``)
     elapsed: float  # seconds since dvc started
-    left: float | None  # seconds of the stages still to run that have a time to go by (None: none has)
+    left: float | None  # seconds of the stages still to run that have a time to go by (None: none has), at this
+    # run's pace, with DVC's gaps between them (spanft.stage.forecast)
     untimed: int  # stages still to run without a time to go by
     done: int  # stages that ended well
+    low: float | None = None  # the range of ``left`` while most stages still to run were never timed, else None
+    high: float | None = None
 
 
 def progress_of(records: list[dict], started: float, now: float) -> Progress:
@@ -100,15 +107,11 @@ def progress_of(records: list[dict], started: float, now: float) -> Progress:
         return Progress(stage, running, len(starts), None, False, elapsed, None, 0, done)
     at = names.index(stage) + 1
     ahead = plan[at:]
-    expected = [entry.get("seconds") for entry in ahead]
-    if running:
-        so_far = now - starts[-1]["at"]
-        current = plan[at - 1].get("seconds")
-        expected.append(None if current is None else max(current - so_far, 0.0))
-    timed = [s for s in expected if s is not None]
+    since = now - (starts[-1]["at"] if running else ends[stage]["at"])
+    f = forecast(plan, records, at - 1, running, since, since)
     return Progress(stage, running, len(starts), len(starts) + len(ahead),
-                    any(entry.get("runs") == "maybe" for entry in ahead), elapsed,
-                    sum(timed) if timed else None, len(expected) - len(timed), done)
+                    any(entry.get("runs") == "maybe" for entry in ahead), elapsed, f.middle, f.untimed, done,
+                    f.low if f.ranged else None, f.high if f.ranged else None)
 
 
 def duration(seconds: float) -> str:
@@ -135,9 +138,21 @@ def progress_line(p: Progress) -> str:
         if p.left is None:
             parts.append(f"time left not known: {untimed}" if untimed else "nothing left")
         else:
-            left = "under 1 s left" if p.left < 0.5 else f"about {duration(p.left)} left"
+            ranged = between(p.low, p.high) if p.low is not None and p.high is not None else None
+            if ranged:
+                left = f"about {ranged} left"
+            else:
+                left = "under 1 s left" if p.left < 0.5 else f"about {duration(p.left)} left"
             parts.append(f"{left} + {untimed}" if untimed else left)
     return " · ".join(parts)
+
+
+def between(low: float, high: float) -> str | None:
+    """``12–20 min``, ``40–90 s``, ``1–3 h``: a range in the largest unit its upper end holds twice, widened to
+    whole units (the lower end down, the upper one up); None when both ends come to the same figure."""
+    unit, name = next((u, n) for u, n in ((3600, "h"), (60, "min"), (1, "s")) if high >= 2 * u or u == 1)
+    lo, hi = math.floor(low / unit), math.ceil(high / unit)
+    return f"{lo}–{hi} {name}" if hi > lo else None
 
 
 # ------------------------------------------------------------------------------------------- a stage's part

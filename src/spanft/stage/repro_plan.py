@@ -8,6 +8,8 @@ import os
 from pathlib import Path
 from typing import Any
 
+from spanft.stage.forecast import EARLIER, MODEL
+
 log = logging.getLogger("spanft")
 
 # ------------------------------------------------------------------------------------------- the plan
@@ -15,8 +17,10 @@ log = logging.getLogger("spanft")
 
 def dvc_plan(args: Any, current: str, times: dict[str, float]) -> list[dict]:
     """The stages dvc will evaluate from ``current`` on, in DVC's order, each with ``runs`` (``yes``: changed now,
-    or forced; ``maybe``: downstream of one that runs), ``seconds`` (expected; None: not known) and ``metrics``
-    (the metrics files it declares).
+    or forced; ``maybe``: downstream of one that runs), ``seconds`` (expected; None: not known), ``basis``
+    (where a known ``seconds`` comes from: ``earlier``, its time in an earlier session, or ``model``, the cost
+    model's; :mod:`spanft.stage.forecast`), ``kind`` (a group's script: stages of one kind take like times) and
+    ``metrics`` (the metrics files it declares).
 
     ``args``: dvc's command line as :func:`repro_arguments` reads it. Raises whatever DVC raises when it cannot
     say.
@@ -32,8 +36,17 @@ def dvc_plan(args: Any, current: str, times: dict[str, float]) -> list[dict]:
         runs = _will_run(steps, graph, _flag(args, "force"), _flag(args, "force_downstream"))
         metrics = {step.addressing: [str(out.def_path) for out in step.outs if out.metric] for step in steps}
     modelled = _modelled_seconds([name for name in runs if name not in times])
-    return [{"stage": name, "runs": kind, "seconds": times.get(name, modelled.get(name)),
+    return [{"stage": name, "runs": kind, "seconds": times.get(name, modelled.get(name)), **_kind(name),
+             **({"basis": EARLIER if name in times else MODEL} if name in times or name in modelled else {}),
              **({"metrics": metrics[name]} if metrics.get(name) else {})} for name, kind in runs.items()]
+
+
+def _kind(stage: str) -> dict[str, str]:
+    """``{"kind": script}`` for a stage of a group (the stages of one script take like times), else nothing."""
+    from spanft.stage.names import GROUPS
+
+    group = GROUPS.get(stage.partition("@")[0])
+    return {"kind": group.script} if group is not None else {}
 
 
 def _flag(args: Any, name: str) -> bool:

@@ -29,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import math
 import os
 import shutil
 import time
@@ -253,21 +254,33 @@ def _best_epoch(trainer) -> int | None:
 
 
 def _history(trainer) -> list[dict[str, float]]:
-    """Per epoch: the training loss and the selection split's eval loss and metrics (Trainer log history).
+    """Per epoch: the training loss (the mean over the epoch's optimizer steps: its logs' means weighted by the
+    steps each covers) and the selection split's eval loss and metrics (Trainer log history).
 
     Keys in one order (epoch, train_loss, then the eval keys sorted), whatever order the log holds them in:
     a resumed run logs its epochs' training and evaluation entries in another order than an uninterrupted one.
     """
     by_epoch: dict[int, dict[str, float]] = {}
-    for entry in trainer.state.log_history:
-        if "epoch" not in entry or "train_runtime" in entry:
-            continue
-        row = by_epoch.setdefault(int(round(entry["epoch"])), {})
-        if "loss" in entry:
-            row["train_loss"] = entry["loss"]
+    losses: dict[int, list[tuple[float, int]]] = {}
+    entries = [e for e in trainer.state.log_history if "epoch" in e and "train_runtime" not in e]
+    previous = 0
+    for entry in sorted((e for e in entries if "loss" in e), key=lambda e: e["step"]):
+        losses.setdefault(_epoch_of(entry), []).append((entry["loss"], entry["step"] - previous))
+        previous = entry["step"]
+    for entry in entries:
+        row = by_epoch.setdefault(_epoch_of(entry), {})
         row.update({k: v for k, v in entry.items() if k.startswith("eval_") and not k.endswith(("runtime", "per_second"))})
+    for epoch, pairs in losses.items():
+        steps = sum(n for _, n in pairs)
+        mean = sum(loss * n for loss, n in pairs) / steps if steps else pairs[-1][0]
+        by_epoch.setdefault(epoch, {})["train_loss"] = mean
     return [{"epoch": epoch, **{key: row[key] for key in sorted(row, key=lambda k: (k != "train_loss", k))}}
             for epoch, row in sorted(by_epoch.items())]
+
+
+def _epoch_of(entry: dict) -> int:
+    """The epoch a log belongs to: 1 for a log during the first epoch or at its end (``epoch`` in (0, 1])."""
+    return max(1, math.ceil(round(entry["epoch"], 6)))
 
 
 def _summary(options, task, model, results, losses, best_epoch, history, train_seconds, truncation, frames,

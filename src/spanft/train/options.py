@@ -79,7 +79,7 @@ class FinetuneOptions(HParams):
 # Every field but the output paths, in the order metrics.json's "settings" has printed them since the first runs.
 SETTINGS_ORDER = ("task", "backbone", "variant", "data", "seed", "epochs", "lr", "batch_size", "eval_batch_size",
                   "max_seq_len", "max_spans", "max_span_len", "encoder", "head", "cls_vector", "dropout",
-                  "max_train_examples", "max_eval_examples")
+                  "max_train_examples", "max_eval_examples", "log_every_steps")
 
 
 def span_config_for(options: FinetuneOptions, task: TaskSpec) -> "SpanConfig":  # noqa: F821

@@ -12,6 +12,7 @@ import safetensors.torch
 import torch
 from transformers import PreTrainedModel, Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer import TRAINING_ARGS_NAME
+from transformers.trainer_callback import PrinterCallback, ProgressCallback
 from transformers.utils import SAFE_WEIGHTS_NAME
 
 from spanft.data.registry import TaskSpec
@@ -41,6 +42,10 @@ class SpanTrainer(Trainer):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.add_callback(_LossCarriedOver(self))
+        self.add_callback(_LogAtEpochEnd())
+        for stock, quieter in ((PrinterCallback, _EpochPrinter), (ProgressCallback, _EpochProgress)):
+            if self.pop_callback(stock) is not None:
+                self.add_callback(quieter)
 
     def _save_checkpoint(self, model, trial) -> None:
         """Also keep the training loss summed since the last log: a checkpoint taken mid-epoch (by wall time)
@@ -75,6 +80,36 @@ class SpanTrainer(Trainer):
         if key in output.metrics and output.predictions is not None and output.label_ids is not None:
             output.metrics[key] = _exact_loss(self.model.span_config, output.predictions, output.label_ids)
         return output
+
+
+class _LogAtEpochEnd(TrainerCallback):
+    """A training log at each epoch's end too, besides one every ``logging_steps`` optimizer steps: an epoch's
+    mean training loss is then the step-weighted mean of its own logs (``finetune._history``)."""
+
+    def on_epoch_end(self, args, state, control, **kwargs):
+        control.should_log = True
+        return control
+
+
+def _epoch_end(logs: dict | None) -> bool:
+    """A log at an epoch's end (training, evaluation, the closing summary): the lines a log file or terminal gets."""
+    return logs is None or float(logs.get("epoch", 0)).is_integer()
+
+
+class _EpochPrinter(PrinterCallback):
+    """The Trainer's printed logs (off a terminal) at epoch ends only: the curves' points stay in dvclive/."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if _epoch_end(logs):
+            super().on_log(args, state, control, logs=logs, **kwargs)
+
+
+class _EpochProgress(ProgressCallback):
+    """The Trainer's bars (on a terminal), with its log lines at epoch ends only."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs):
+        if _epoch_end(logs):
+            super().on_log(args, state, control, logs=logs, **kwargs)
 
 
 def _loss_file(process: int) -> str:
@@ -128,7 +163,8 @@ def training_arguments(options: FinetuneOptions, task: TaskSpec, output_dir: str
         load_best_model_at_end=True,
         metric_for_best_model=task.main_metric,
         greater_is_better=True,
-        logging_strategy="epoch",
+        logging_strategy="steps",  # the curves' points (spanft.train.curves), and one at each epoch's end
+        logging_steps=options.log_every_steps,
         seed=options.seed,
         data_seed=options.seed,
         full_determinism=not cuda,
