@@ -282,3 +282,15 @@ def _moments(count: int, seed: int) -> list[tuple[str, int, int, float]]:
 @pytest.mark.parametrize("moment", _moments(24 if LONG else 2, seed=52), ids=str)
 def test_a_signal_at_any_moment_then_recovery_trains_nothing_true_again(references, tmp_path, moment):
     _trial(references, tmp_path / "p", *moment)
+
+
+def test_spanft_reading_a_cut_lock_says_how_to_recover(ran, tmp_path):
+    project = _copy(ran, tmp_path / "p")
+    whole = (project / "dvc.lock").read_text(encoding="utf-8")
+    for cut in ("schema: '2.0'\nstages:\n  a:\n    cmd: [python", whole[:whole.index("outs:") + 4] + "\n  - {"):
+        (project / "dvc.lock").write_text(cut, encoding="utf-8")
+        assert subprocess.run(["dvc", "status"], cwd=project, env=_env(), capture_output=True, text=True).returncode
+        done = subprocess.run([sys.executable, "-m", "spanft.cli", "check-params"], cwd=project, env=_env(),
+                              capture_output=True, text=True)
+        assert done.returncode != 0 and done.stderr.count("\n") == 1, done.stderr
+        assert "dvc.lock is invalid" in done.stderr and "spanft recover-lock" in done.stderr
