@@ -140,12 +140,32 @@ def remember_lock(root: Path) -> None:
         write_atomically(root / HISTORY, json.dumps({"stages": merged}, separators=(",", ":")))
 
 
-def remember_lock_quietly(root: Path) -> None:
-    """:func:`remember_lock` that never stops the stage: a history it cannot write is said at debug level."""
+def keep_lock(root: Path) -> None:
+    """At a stage's start, under DVC: stop if ``dvc.lock`` was left cut mid-line by a stopped run (DVC read what
+    was left, so stages whose records it lost would run again); else :func:`remember_lock`, which never stops
+    the stage (a history it cannot write is said at debug level)."""
+    check_lock_not_cut(root / LOCK_FILE)
     try:
         remember_lock(root)
     except (OSError, ValueError) as exc:
         log.debug("lock backup: %s", exc)
+
+
+def check_lock_not_cut(lock: Path) -> None:
+    """One line when ``lock`` ends inside a line: DVC ends every lock it writes with a line end."""
+    try:
+        with open(lock, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            if handle.tell() == 0:
+                return
+            handle.seek(-1, os.SEEK_END)
+            last = handle.read(1)
+    except OSError:
+        return
+    if last != b"\n":
+        raise SpanftError(f"{lock} ends mid-line: a run stopped while DVC wrote it cut it, and the stages whose "
+                          f"records it lost would run again; run `{RECOVER}` (it restores every record still "
+                          f"true), then dvc repro")
 
 
 # ---------------------------------------------------------------------------------------------- the recovery
@@ -160,8 +180,12 @@ class Recovery:
     dropped: list[str] = field(default_factory=list)
     was_readable: bool = True
     written: bool = False
+    nothing: bool = False
 
     def lines(self) -> list[str]:
+        if self.nothing:
+            return [f"nothing to recover: no record in dvc.lock and no backup in {BACKUP_DIR} (each stage writes it "
+                    "at its start); dvc.lock unchanged"]
         state = "read" if self.was_readable else "did not read (cut)"
         said = [f"dvc.lock {state}: {len(self.kept)} record(s) kept as they were"]
         if self.restored:
@@ -245,8 +269,7 @@ def recover_lock(root: Path) -> Recovery:
         raise SpanftError(f"{lock}: cannot read it ({exc}); move it aside and run `{RECOVER}` again") from None
     current, history = split_records(text), read_history(root)
     if not current and not history:
-        raise SpanftError(f"{lock}: no record to recover (no readable record in it, no backup in {BACKUP_DIR}: "
-                          f"the backup is written by each stage at its start); `dvc repro` runs the stages")
+        return Recovery(was_readable=_whole_lock_reads(text), nothing=True)
     result = Recovery(was_readable=_whole_lock_reads(text))
     chosen: dict[str, str] = {}
     with open_repo(root) as repo, repo.lock, _quiet_dvc():

@@ -17,7 +17,7 @@ from spanft.errors import SpanftError, run_command
 from spanft.params.load import load_params
 from spanft.params.plan import PARAMS_FILE, Plan, load_plan
 from spanft.stage.dvc_room import check_dvc_room
-from spanft.stage.lock_backup import remember_lock_quietly
+from spanft.stage.lock_backup import keep_lock
 from spanft.stage.names import (
     _JOIN,
     GROUPS,
@@ -42,7 +42,7 @@ def run_stage(body: Callable[[Plan], None], quiet: bool = False) -> int:
             if stage:  # under DVC, whose index and cache must have room first (stage.dvc_room)
                 check_dvc_room(Path(os.environ.get(ROOT_ENV) or "."))
                 # DVC has written the previous stage's record: keep it, should this run's lock write be cut
-                remember_lock_quietly(Path(os.environ.get(ROOT_ENV) or "."))
+                keep_lock(Path(os.environ.get(ROOT_ENV) or "."))
             before = _params_now()
             plan = load_plan()
             # nothing built on outputs that dvc.lock records with other params than they were made with
