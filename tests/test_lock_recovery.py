@@ -220,6 +220,23 @@ def test_a_repro_on_a_lock_cut_mid_line_stops_before_any_work(ran, tmp_path):
     assert runs(project) == before
 
 
+def test_while_another_dvc_holds_the_repo_lock_it_refuses_and_changes_nothing(ran, tmp_path):
+    from dvc.repo import Repo
+
+    project = _copy(ran, tmp_path / "p")
+    whole = (project / "dvc.lock").read_text(encoding="utf-8")
+    (project / "dvc.lock").write_text(whole[:len(whole) // 2], encoding="utf-8")
+    repo = Repo(str(project))
+    repo.lock.lock()
+    try:
+        done = subprocess.run([sys.executable, "-m", "spanft.cli", "recover-lock"], cwd=project, env=_env(),
+                              capture_output=True, text=True)
+    finally:
+        repo.lock.unlock()
+        repo.close()
+    assert done.returncode != 0 and done.stderr.count("\n") == 1 and "repo lock" in done.stderr, done.stderr
+    assert (project / "dvc.lock").read_text(encoding="utf-8") == whole[:len(whole) // 2]
+
 # ------------------------------------------------------------------------------- signals at random
 
 

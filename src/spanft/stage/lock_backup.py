@@ -272,7 +272,7 @@ def recover_lock(root: Path) -> Recovery:
         return Recovery(was_readable=_whole_lock_reads(text), nothing=True)
     result = Recovery(was_readable=_whole_lock_reads(text))
     chosen: dict[str, str] = {}
-    with open_repo(root) as repo, repo.lock, _quiet_dvc():
+    with open_repo(root) as repo, _repo_locked(repo), _quiet_dvc():
         from dvc.dvcfile import ProjectFile
 
         dvcfile = ProjectFile(repo, os.path.join(repo.root_dir, "dvc.yaml"))
@@ -300,6 +300,22 @@ def recover_lock(root: Path) -> Recovery:
     if result.written or result.restored:
         remember_lock(root)
     return result
+
+
+@contextlib.contextmanager
+def _repo_locked(repo: Any) -> Iterator[None]:
+    """DVC's repo lock, or one line when another dvc holds it (a running ``dvc repro``)."""
+    from dvc.lock import LockError
+
+    try:
+        repo.lock.lock()
+    except LockError:
+        raise SpanftError("DVC's repo lock is held by another dvc process (a running dvc repro?): let it end "
+                          f"(or stop it), then run `{RECOVER}` again") from None
+    try:
+        yield
+    finally:
+        repo.lock.unlock()
 
 
 def _whole_lock_reads(text: str) -> bool:
