@@ -8,6 +8,7 @@ the test just before it sends it), the outputs of an uninterrupted run, and ``ru
 
 from __future__ import annotations
 
+import hashlib
 import os
 import random
 import shutil
@@ -161,11 +162,13 @@ def test_a_record_whose_outputs_differ_is_never_vouched_for(ran, tmp_path):
     project = _copy(ran, tmp_path / "p")
     remember_lock(project)
     whole = (project / "dvc.lock").read_text(encoding="utf-8")
-    (project / "dvc.lock").write_text(whole[:len(whole) // 3], encoding="utf-8")
+    (project / "dvc.lock").write_text(whole[:len(whole) // 3] + "\n  - [", encoding="utf-8")  # does not read
     (project / "out" / "b.txt").write_text("edited by hand\n", encoding="utf-8")  # persist: no run-cache
+    edited = hashlib.md5(b"edited by hand\n").hexdigest()  # noqa: S324
     said = recover(project)
     assert "dropped 1 record(s)" in said and said.rstrip().endswith("dvc.lock written"), said
     assert set(records(project)) == set(GRAPH) - {"b"}
+    assert edited not in (project / "dvc.lock").read_text(encoding="utf-8")
     before = runs(project)
     dvc(project, "repro")
     assert runs(project)[len(before):] == ["b"], "only the stage whose outputs differ runs (its own are as before)"
@@ -236,6 +239,28 @@ def test_while_another_dvc_holds_the_repo_lock_it_refuses_and_changes_nothing(ra
         repo.close()
     assert done.returncode != 0 and done.stderr.count("\n") == 1 and "repo lock" in done.stderr, done.stderr
     assert (project / "dvc.lock").read_text(encoding="utf-8") == whole[:len(whole) // 2]
+
+def test_a_readable_lock_whose_outputs_are_not_here_is_left_as_it_was(ran, tmp_path):
+    """A fresh clone (no outputs checked out, no backup): every record stays, for dvc checkout / pull."""
+    project = _copy(ran, tmp_path / "p")
+    shutil.rmtree(project / "out")
+    shutil.rmtree(project / ".dvc" / "tmp" / "spanft-lock")
+    before = (project / "dvc.lock").read_text(encoding="utf-8")
+    said = recover(project)
+    assert f"left {len(GRAPH)} record(s)" in said and (project / "dvc.lock").read_text(encoding="utf-8") == before
+    dvc(project, "checkout")
+    assert outputs(project) == outputs(ran)
+
+
+def test_dvcs_rwlock_cut_by_the_same_stop_is_reset(ran, tmp_path):
+    project = _copy(ran, tmp_path / "p")
+    (project / ".dvc" / "tmp" / "rwlock").write_text('{"read": {"', encoding="utf-8")
+    assert subprocess.run(["dvc", "repro"], cwd=project, env=_env(), capture_output=True).returncode != 0
+    said = recover(project)
+    assert "reset .dvc/tmp/rwlock" in said and "dvc.lock unchanged" in said
+    before = runs(project)
+    dvc(project, "repro")
+    assert runs(project) == before
 
 # ------------------------------------------------------------------------------- signals at random
 

@@ -174,26 +174,35 @@ def check_lock_not_cut(lock: Path) -> None:
 @dataclass
 class Recovery:
     """What :func:`recover_lock` did: stages kept as ``dvc.lock`` had them, restored (from the cut lock's
-    readable part or the history), dropped (no candidate whose outputs are as recorded)."""
+    readable part or the history), left as a readable lock had them though no candidate's outputs are as
+    recorded (DVC's own record: dropping it would lose what ``dvc checkout`` restores), dropped (the rest)."""
     kept: list[str] = field(default_factory=list)
     restored: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
+    unchecked: list[str] = field(default_factory=list)
     was_readable: bool = True
     written: bool = False
     nothing: bool = False
+    rwlock_reset: bool = False
 
     def lines(self) -> list[str]:
-        if self.nothing:
-            return [f"nothing to recover: no record in dvc.lock and no backup in {BACKUP_DIR} (each stage writes it "
-                    "at its start); dvc.lock unchanged"]
         state = "read" if self.was_readable else "did not read (cut)"
         said = [f"dvc.lock {state}: {len(self.kept)} record(s) kept as they were"]
+        if self.nothing:
+            said = [f"nothing to recover: no record in dvc.lock and no backup in {BACKUP_DIR} (each stage writes it "
+                    "at its start)"]
         if self.restored:
             said.append(f"restored {len(self.restored)} record(s) whose outputs are as recorded: "
                         f"{', '.join(self.restored)}")
+        if self.unchecked:
+            said.append(f"left {len(self.unchecked)} record(s) of the readable dvc.lock as they were, their outputs "
+                        f"not as recorded (deleted, not checked out, changed: dvc status says): "
+                        f"{', '.join(self.unchecked)}")
         if self.dropped:
             said.append(f"dropped {len(self.dropped)} record(s) whose outputs differ from every copy "
                         f"(dvc repro runs them, or restores them from the run-cache): {', '.join(self.dropped)}")
+        if self.rwlock_reset:
+            said.append("reset .dvc/tmp/rwlock, DVC's note of which process uses which output: cut by the same stop")
         said.append("dvc.lock written" if self.written else "dvc.lock unchanged")
         return said
 
@@ -233,12 +242,16 @@ def _true_record(dvcfile: Any, name: str, resolved: dict, chunks: list[str]) -> 
         recorded = {out.get("path") for out in record.get("outs") or [] if isinstance(out, dict)}
         try:
             stage = StageLoader.load_stage(dvcfile, name, resolved, record)
-            if any(out.def_path not in recorded for out in stage.outs):
-                continue  # an output the record lacks (cut): DVC would take the stage as changed
-            verdict = _verdict(stage)
         except Exception as exc:  # noqa: BLE001 - DVC cannot take this record: not vouched for
             log.debug("recover-lock: %s: %s", name, exc)
             continue
+        if any(out.def_path not in recorded for out in stage.outs):
+            continue  # an output the record lacks (cut): DVC would take the stage as changed
+        try:
+            verdict = _verdict(stage)
+        except Exception as exc:  # noqa: BLE001 - DVC cannot hash here: stop before writing anything
+            raise SpanftError(f"stage {name}: DVC cannot check its outputs ({_first(exc)}); dvc.lock unchanged") \
+                from None
         if verdict == 2:
             return chunk
         if verdict == 1 and fallback is None:
@@ -268,13 +281,14 @@ def recover_lock(root: Path) -> Recovery:
     except (OSError, UnicodeDecodeError) as exc:
         raise SpanftError(f"{lock}: cannot read it ({exc}); move it aside and run `{RECOVER}` again") from None
     current, history = split_records(text), read_history(root)
-    if not current and not history:
-        return Recovery(was_readable=_whole_lock_reads(text), nothing=True)
-    result = Recovery(was_readable=_whole_lock_reads(text))
+    result = Recovery(was_readable=_whole_lock_reads(text), nothing=not current and not history)
     chosen: dict[str, str] = {}
     with open_repo(root) as repo, _repo_locked(repo), _quiet_dvc():
         from dvc.dvcfile import ProjectFile
 
+        result.rwlock_reset = repair_rwlock(repo)
+        if result.nothing:
+            return result
         dvcfile = ProjectFile(repo, os.path.join(repo.root_dir, "dvc.yaml"))
         resolver = dvcfile.resolver  # dvc.yaml alone: dvcfile.stages would read the lock being recovered
         keys = set(resolver.get_keys())
@@ -286,6 +300,10 @@ def recover_lock(root: Path) -> Recovery:
             candidates = [*([current[name]] if name in current else []),
                           *(c for c in history.get(name, []) if c != current.get(name))]
             found = _true_record(dvcfile, name, resolver.resolve_one(name)[name], candidates)
+            if found is None and name in current and result.was_readable and _load_record(name, current[name]):
+                chosen[name] = current[name]  # DVC's own record, outputs not here (a fresh clone): as it was
+                result.unchecked.append(name)
+                continue
             if found is None:
                 result.dropped.append(name)
                 continue
@@ -300,6 +318,30 @@ def recover_lock(root: Path) -> Recovery:
     if result.written or result.restored:
         remember_lock(root)
     return result
+
+
+def _first(exc: BaseException) -> str:
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+
+
+def repair_rwlock(repo: Any) -> bool:
+    """DVC's ``.dvc/tmp/rwlock`` (which process uses which output), written in place like the lock and cut by the
+    same stop (every ``dvc repro`` then fails: "JSON structure is corrupted"), reset to no entry under DVC's own
+    guard of it. Only a live dvc's entries matter, and a cut file holds none that can be read. True if reset."""
+    from dvc.lock import make_lock
+
+    tmp = Path(repo.tmp_dir)
+    path = tmp / "rwlock"
+    hardlink = repo.config["core"].get("hardlink_lock", False)
+    with make_lock(str(tmp / "rwlock.lock"), tmp_dir=str(tmp), hardlink_lock=hardlink):
+        try:
+            json.loads(path.read_text(encoding="utf-8"))
+            return False
+        except FileNotFoundError:
+            return False
+        except (ValueError, UnicodeDecodeError):
+            write_atomically(path, "{}")
+            return True
 
 
 @contextlib.contextmanager
