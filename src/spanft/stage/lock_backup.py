@@ -273,8 +273,6 @@ def _quiet_dvc() -> Iterator[None]:
 
 def recover_lock(root: Path) -> Recovery:
     """Rewrite ``root``'s ``dvc.lock`` with every record still true (see the module's text); what it did."""
-    from spanft.cluster.stages import open_repo
-
     lock = root / LOCK_FILE
     try:
         text = lock.read_text(encoding="utf-8") if lock.exists() else ""
@@ -283,7 +281,7 @@ def recover_lock(root: Path) -> Recovery:
     current, history = split_records(text), read_history(root)
     result = Recovery(was_readable=_whole_lock_reads(text), nothing=not current and not history)
     chosen: dict[str, str] = {}
-    with open_repo(root) as repo, _repo_locked(repo), _quiet_dvc():
+    with _open_repo(root) as repo, _repo_locked(repo), _quiet_dvc():
         from dvc.dvcfile import ProjectFile
 
         result.rwlock_reset = repair_rwlock(repo)
@@ -342,6 +340,16 @@ def repair_rwlock(repo: Any) -> bool:
         except (ValueError, UnicodeDecodeError):
             write_atomically(path, "{}")
             return True
+
+
+@contextlib.contextmanager
+def _open_repo(root: Path) -> Iterator[Any]:
+    """DVC's repo at ``root``'s real path, as the working directory (DVC resolves stage paths from there)."""
+    from dvc.repo import Repo
+
+    real = root.resolve()
+    with contextlib.chdir(real), Repo(str(real)) as repo:
+        yield repo
 
 
 @contextlib.contextmanager
