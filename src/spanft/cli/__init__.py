@@ -18,14 +18,14 @@ from spanft.errors import run_command
 
 def build_parser() -> argparse.ArgumentParser:
     # imported here, inside main's run_command: a Ctrl-C while they load is one line, not a traceback
-    from spanft.cli import cluster, data, model, params, plan, readme, report, status, text, train
+    from spanft.cli import cluster, data, lock, model, params, plan, readme, report, status, text, train
 
     commands = [data.add_corpus, text.add_count_ngrams, text.add_build_dict, text.add_segment, model.add_backbone,
                 train.add_finetune, data.add_describe, data.add_prepare_task, report.add_submission,
                 text.add_segment_task, text.add_train_tagger, params.add_check_params, params.add_profile,
                 params.add_dvc_yaml, plan.add_plan, report.add_report, report.add_glue_submission, report.add_grid_report,
                 report.add_grid_command, cluster.add_fanout, readme.add_readme,
-                status.add_status]
+                status.add_status, lock.add_recover_lock]
     parser = argparse.ArgumentParser(prog="spanft", description=__doc__.splitlines()[0])
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and errors")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")

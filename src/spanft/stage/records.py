@@ -24,6 +24,7 @@ from ruamel.yaml import YAMLError as RuamelYAMLError
 from spanft.errors import SpanftError
 from spanft.fileio import atomic_open
 from spanft.params.load import dvc_reading
+from spanft.stage.lock_backup import broken_lock_line
 
 RECORDS_DIR = "data/params-used"
 PARAMS_FILE = "params.yaml"
@@ -54,8 +55,10 @@ def lying_stages(lock_path: str | Path = DVC_LOCK, root: str | Path = ".", exclu
     given ``inputs`` (paths), only the stages with an output among them or inside or above one of them."""
     try:  # both read as DVC reads them (YAML 1.2: DVC writes lr 3e-05 so, which YAML 1.1 reads as text)
         stages = (dvc_reading((Path(root) / lock_path).read_text(encoding="utf-8")) or {}).get("stages") or {}
-    except (OSError, ValueError, AttributeError, RuamelYAMLError):
-        return []  # no lock yet, or one DVC itself will complain about
+    except OSError:
+        return []  # no lock yet
+    except (ValueError, AttributeError, RuamelYAMLError) as exc:  # cut by a run stopped while DVC wrote it
+        raise SpanftError(broken_lock_line(Path(root) / lock_path, _first_line(exc))) from None
     found = []
     for name, entry in stages.items():
         outs = {out.get("path"): out.get("md5") for out in (entry or {}).get("outs") or [] if isinstance(out, dict)}
@@ -71,6 +74,10 @@ def lying_stages(lock_path: str | Path = DVC_LOCK, root: str | Path = ".", exclu
                 found.append((name, key, locked.get(key), used.get(key)))
                 break
     return found
+
+
+def _first_line(exc: Exception) -> str:
+    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
 
 
 def _overlap(out: Any, path: str) -> bool:

@@ -17,6 +17,7 @@ from spanft.errors import SpanftError, run_command
 from spanft.params.load import load_params
 from spanft.params.plan import PARAMS_FILE, Plan, load_plan
 from spanft.stage.dvc_room import check_dvc_room
+from spanft.stage.lock_backup import keep_lock
 from spanft.stage.names import (
     _JOIN,
     GROUPS,
@@ -40,6 +41,8 @@ def run_stage(body: Callable[[Plan], None], quiet: bool = False) -> int:
         with stage_progress(stage):  # under dvc: this stage's place in the graph, and the time left
             if stage:  # under DVC, whose index and cache must have room first (stage.dvc_room)
                 check_dvc_room(Path(os.environ.get(ROOT_ENV) or "."))
+                # DVC has written the previous stage's record: keep it, should this run's lock write be cut
+                keep_lock(Path(os.environ.get(ROOT_ENV) or "."))
             before = _params_now()
             plan = load_plan(check_sources=bool(stage))  # under DVC: a missing local source named first
             # nothing built on outputs that dvc.lock records with other params than they were made with
