@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable
 
 from spanft.errors import SpanftError
+from spanft.stage.textfile import block_lines, replace_lines, split_lines
 
 README = "README.md"
 RESULTS = "benchmarks/RESULTS.md"
@@ -29,26 +30,29 @@ def markers(name: str) -> tuple[str, str]:
     return f"<!-- spanft readme: {name} begin -->", f"<!-- spanft readme: {name} end -->"
 
 
-def _block_pattern(name: str) -> re.Pattern:
-    begin, end = (re.escape(marker) for marker in markers(name))
-    return re.compile(rf"^{begin}\n(.*?)^{end}$", re.S | re.M)
+_ANY_MARKER = re.compile(r"<!-- spanft readme: \S+ (?:begin|end) -->")
+
+
+def _block(text: str, name: str, where: str) -> tuple[list[str], int, int]:
+    """``text``'s lines (each with its own end) and the indexes of block ``name``'s two marker lines; an
+    ambiguous block (two begins, a missing end, the end first, another block's marker inside) is refused."""
+    lines = split_lines(text)
+    begin, end = markers(name)
+    first, last = block_lines(lines, begin, end, where, name, _ANY_MARKER)
+    return lines, first, last
 
 
 def find_block(text: str, name: str, where: str = README) -> str:
-    """The body of block ``name`` in ``text`` (without its markers and final newline)."""
-    found = _block_pattern(name).findall(text)
-    if len(found) != 1:
-        begin, end = markers(name)
-        raise SpanftError(f"{where}: {'no' if not found else len(found)} generated block '{name}' "
-                          f"({begin} ... {end}, each marker on a line of its own); exactly one is needed")
-    return found[0].removesuffix("\n")
+    """The body of block ``name`` in ``text`` (without its markers and final newline; lines joined by ``\\n``)."""
+    lines, first, last = _block(text, name, where)
+    return "\n".join(line.rstrip("\r\n") for line in lines[first + 1:last])
 
 
 def replace_block(text: str, name: str, body: str, where: str = README) -> str:
-    """``text`` with block ``name``'s body replaced by ``body``; everything outside the block unchanged."""
-    find_block(text, name, where)
-    begin, end = markers(name)
-    return _block_pattern(name).sub(lambda _: f"{begin}\n{body}\n{end}", text)
+    """``text`` with block ``name``'s body replaced by ``body``, its lines ending as the begin marker's line
+    does; everything outside the block byte for byte unchanged."""
+    lines, first, last = _block(text, name, where)
+    return replace_lines(lines, first, last, body)
 
 
 # ------------------------------------------------------------------------------------------- sources
@@ -172,11 +176,11 @@ def generated(root: Path) -> dict[str, str]:
     return {name: make(root) for name, make in BLOCKS.items()}
 
 
-def refreshed(text: str, root: Path) -> tuple[str, list[str]]:
+def refreshed(text: str, root: Path, where: str = README) -> tuple[str, list[str]]:
     """``text`` with every block rewritten, and the names of the blocks that changed."""
     changed = []
     for name, body in generated(root).items():
-        if find_block(text, name) != body:
+        if find_block(text, name, where) != body:
             changed.append(name)
-            text = replace_block(text, name, body)
+            text = replace_block(text, name, body, where)
     return text, changed

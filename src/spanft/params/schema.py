@@ -16,7 +16,7 @@ from typing import Any
 
 from spanft.data.registry import TASKS, unknown_task
 from spanft.data.tagger_sources import check_tagger_source
-from spanft.errors import SpanftError
+from spanft.errors import Context, SpanftError, parts
 from spanft.params import ids
 from spanft.params.cluster import settings_from_params
 from spanft.params.hparams import HPARAM_FIELDS, hparam_problem, lr_problem
@@ -124,7 +124,7 @@ def _check_node(node: Any, schema: Any, dotted: str, path) -> None:
                 valid = ", ".join(k for k in schema if k != "*")
                 shown = where.encode("ascii", "backslashreplace").decode("ascii")  # a look-alike (Cyrillic е) shows
                 shown = f"'{shown}'" if blank else shown
-                raise SpanftError(f"{path}: unknown key {shown}{hint}; valid keys here: {valid}")
+                raise SpanftError(parts(f"{path}: unknown key {shown}{hint}", Context(f"; valid keys here: {valid}")))
             _check_node(value, child, where, path)
         return
     if isinstance(schema, ListOf):
