@@ -177,7 +177,10 @@ def generated(root: Path) -> dict[str, str]:
 
 
 def refreshed(text: str, root: Path, where: str = README) -> tuple[str, list[str]]:
-    """``text`` with every block rewritten, and the names of the blocks that changed."""
+    """``text`` with every block rewritten, and the names of the blocks that changed; an unclear block is
+    refused before any source is read."""
+    for name in BLOCKS:
+        find_block(text, name, where)
     changed = []
     for name, body in generated(root).items():
         if find_block(text, name, where) != body:
