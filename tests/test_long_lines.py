@@ -139,3 +139,21 @@ def test_an_unknown_key_keeps_the_key_and_the_suggestion_before_the_list_of_vali
         check_params(tree, "a/" * 60 + "params.yaml")
     line = error_line(capsys, caught.value.message)
     assert "unknown key dict_sise (did you mean dict_size?)" in line and line.endswith("…"), line
+
+
+def test_a_directory_output_holding_your_file_keeps_its_name_and_the_fix(tmp_path, capsys):
+    from spanft.fileio import atomic_path
+
+    def write(target: Path) -> None:
+        with atomic_path(target, made_by="prepare-task") as tmp:
+            tmp.mkdir()
+            (tmp / "train.parquet").write_text("new", encoding="utf-8")
+
+    target = tmp_path / ("a_long_folder_name_" * 8) / "cola"
+    write(target)
+    mine = "my_" + "n" * 90 + "_notes.txt"
+    (target / mine).write_text("mine\n", encoding="utf-8")
+    with pytest.raises(SpanftError) as caught:
+        write(target)
+    line = error_line(capsys, caught.value.message)
+    assert f" holds {mine}" in line and line.endswith("; move it out first"), line

@@ -32,7 +32,7 @@ import tempfile
 from pathlib import Path
 from typing import IO, Iterable, Iterator
 
-from spanft.errors import SpanftError, describe_os_error, where
+from spanft.errors import Context, SpanftError, Value, describe_os_error, parts, where
 from spanft.stage.dvc_cache import cache_link, read_only_fix
 
 log = logging.getLogger("spanft")
@@ -131,8 +131,9 @@ def _check_directory_target(target: Path, made_by: str) -> None:
         extra = sorted(set(_files_under(target)) - written - {OUTPUT_MARKER}) if written is not None else []
         if extra:
             shown = ", ".join(extra[:3]) + (f" and {len(extra) - 3} more" if len(extra) > 3 else "")
-            raise SpanftError(f"output {target} holds {shown}, which `spanft {made_by}` did not write: spanft "
-                              f"replaces only what it made; move {'it' if len(extra) == 1 else 'them'} out first")
+            raise SpanftError(parts("output ", Value(str(target)), f" holds {shown}",
+                                    Context(f", which `spanft {made_by}` did not write: spanft replaces only what it made"),
+                                    f"; move {'it' if len(extra) == 1 else 'them'} out first"))
 
 
 def _files_under(directory: Path) -> list[str]:
