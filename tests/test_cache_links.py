@@ -133,3 +133,26 @@ def test_a_read_only_file_outside_dvc_keeps_chmod_and_following_it_writes_only_t
     assert spanft(tmp_path, "counts.tsv").returncode == 0
     assert (tmp_path / "mine.txt").read_text(encoding="utf-8") == "mine\n"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.txt", "counts.tsv", "mine.txt"]
+
+
+def test_links_into_the_cache_are_told_from_links_of_yours_without_dvc(tmp_path):
+    """The configured cache (`cache.dir`, relative to .dvc/), its objects linked and hard-linked, against a
+    link to a file of yours and a second name of yours: only the first two are the cache's."""
+    from spanft.stage.dvc_cache import cache_link
+
+    root = tmp_path / "proj"
+    (root / ".dvc").mkdir(parents=True)
+    (root / ".dvc" / "config").write_text("[cache]\n    dir = ../../shared-cache\n", encoding="utf-8")
+    data = b"committed\n"
+    digest = hashlib.md5(data).hexdigest()
+    obj = tmp_path / "shared-cache" / "files" / "md5" / digest[:2] / digest[2:]
+    obj.parent.mkdir(parents=True)
+    obj.write_bytes(data)
+    (root / "linked.tsv").symlink_to(obj)
+    os.link(obj, root / "hard.tsv")
+    (root / "mine.tsv").write_bytes(data)
+    (root / "link-to-mine.tsv").symlink_to(root / "mine.tsv")
+    os.link(root / "mine.tsv", root / "second-name.tsv")
+    assert cache_link(root / "linked.tsv") == "a symbolic link"
+    assert cache_link(root / "hard.tsv") == "a hard link"
+    assert [cache_link(root / name) for name in ("mine.tsv", "link-to-mine.tsv", "second-name.tsv")] == [None] * 3

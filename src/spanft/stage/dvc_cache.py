@@ -21,8 +21,8 @@ from pathlib import Path
 
 from spanft.errors import Context, Value, parts
 
-# a DVC 3 cache object: <cache>/files/md5/ab/cdef... (DVC 2: <cache>/ab/cdef...)
-_OBJECT = re.compile(r"(?:^|/)(?:files/md5/)?[0-9a-f]{2}/[0-9a-f]{30}(?:\.dir)?$")
+# a DVC 3 cache object, in whatever cache folder: <cache>/files/md5/ab/cdef...
+_OBJECT = re.compile(r"/files/md5/[0-9a-f]{2}/[0-9a-f]{30}(?:\.dir)?$")
 
 
 def dvc_root(path: str | os.PathLike) -> Path | None:
