@@ -157,3 +157,21 @@ def test_a_directory_output_holding_your_file_keeps_its_name_and_the_fix(tmp_pat
         write(target)
     line = error_line(capsys, caught.value.message)
     assert f" holds {mine}" in line and line.endswith("; move it out first"), line
+
+
+@pytest.mark.parametrize("how", ["two begins", "not utf-8"])
+def test_a_rewritten_file_with_a_long_path_keeps_the_block_the_lines_and_the_fix(tmp_path, capsys, how):
+    from spanft.stage.textfile import block_lines, read_user_text, split_lines
+
+    path = tmp_path / ("a_long_folder_name_" * 10) / "README.md"
+    path.parent.mkdir()
+    path.write_bytes(b"x\n<!-- b -->\nmine\n<!-- b -->\n<!-- e -->\n" if how == "two begins" else b"x\n\xff\n")
+    with pytest.raises(SpanftError) as caught:
+        text, _ = read_user_text(path)
+        block_lines(split_lines(text), "<!-- b -->", "<!-- e -->", str(path), "scores")
+    line = error_line(capsys, caught.value.message)
+    if how == "two begins":
+        assert "README.md: generated block 'scores' is not one clear block: 2 begin markers (lines 2, 4)" in line, line
+        assert line.endswith("; nothing was changed: keep exactly one begin and one end line, in that order"), line
+    else:
+        assert "README.md:2: not valid UTF-8 (byte 0xff at column 1)" in line and line.endswith("save the file as UTF-8")

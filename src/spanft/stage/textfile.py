@@ -16,7 +16,7 @@ import re
 import stat
 from pathlib import Path
 
-from spanft.errors import Context, SpanftError, parts
+from spanft.errors import Context, SpanftError, Value, parts
 from spanft.fileio import Inputs, atomic_path, require_file
 
 BOM = "\ufeff"
@@ -34,8 +34,8 @@ def read_user_text(path: str | os.PathLike, what: str = "file") -> tuple[str, bo
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise SpanftError(f"{path}:{line}: not valid UTF-8 (byte {data[exc.start]:#04x} at column {column}): "
-                          f"spanft changed nothing; save the file as UTF-8") from None
+        raise SpanftError(parts(Value(str(path)), f":{line}: not valid UTF-8 (byte {data[exc.start]:#04x} at column "
+                                f"{column})", Context(": spanft changed nothing"), "; save the file as UTF-8")) from None
     return (text[1:], True) if text.startswith(BOM) else (text, False)
 
 
@@ -83,7 +83,7 @@ def block_lines(lines: list[str], begin: str, end: str, where: str, name: str,
         if inside:
             problem = f"another block's marker{_at(inside)} lies between its begin (line {begins[0] + 1}) and end"
     if problem:
-        raise SpanftError(parts(f"{where}: generated block '{name}' is not one clear block: {problem}",
+        raise SpanftError(parts(Value(where), f": generated block '{name}' is not one clear block: {problem}",
                                 Context(f" ({begin.strip()} ... {end.strip()}, each on a line of its own)"),
                                 "; nothing was changed: keep exactly one begin and one end line, in that order"))
     return begins[0], ends[0]
