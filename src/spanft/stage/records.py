@@ -107,4 +107,4 @@ def check_lock_records(lock_path: str | Path = DVC_LOCK, root: str | Path = ".",
     raise SpanftError(parts(f"{lock_path}: stage {stage} is recorded with {key} ", Value(repr(locked)),
                             ", but its outputs were made with ", Value(repr(used)),
                             Context(f" (its record in {RECORDS_DIR}: params.yaml saved after it ended, before DVC's "
-                                    f"lock){more}"), f"; re-run it: dvc repro -f -s {stage}"))
+                                    f"lock)"), f"{more}; re-run it: dvc repro -f -s {stage}"))
