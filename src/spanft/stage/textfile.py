@@ -59,12 +59,6 @@ def split_lines(text: str) -> list[str]:
     return [line for line in re.split(r"(?<=\n)", text) if line]
 
 
-def usual_end(text: str) -> str:
-    """The line end most lines of ``text`` carry (``\\n`` for a file of one line)."""
-    crlf = text.count("\r\n")
-    return "\r\n" if crlf and crlf >= text.count("\n") - crlf else "\n"
-
-
 def block_lines(lines: list[str], begin: str, end: str, where: str, name: str,
                 other_marker: re.Pattern | None = None) -> tuple[int, int]:
     """The indexes of the one begin line and the one end line of block ``name`` (a line equal to a marker,
