@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import os
 import re
 import sys
@@ -52,7 +51,6 @@ from spanft.cost.model import (
     REFERENCE_LEN,
     TRAIN_EXAMPLES,
     CostModelError,
-    StepFit,
     backbone_size,
     fit_step_times,
     wall_clock_hours,

@@ -336,6 +336,23 @@ def read_only(name: str) -> Callable[[Path], None]:
     return setup
 
 
+def cache_linked(name: str) -> Callable[[Path], None]:
+    """``name`` as DVC checks an output out with cache.type symlink: a link to a read-only cache object."""
+    def setup(root: Path) -> None:
+        obj = ".dvc/cache/files/md5/9f/" + "0" * 30
+        files(**{"c.txt": "the cat sat\n", obj.replace("/", "__"): "committed output\n"})(root)
+        (root / obj).chmod(0o444)
+        (root / name).symlink_to(root / obj)
+
+    return setup
+
+
+def readme_twice(root: Path) -> None:
+    """A README whose block 'times' has its begin marker pasted twice, the user's text between them."""
+    begin, end = (f"<!-- spanft readme: times {m} -->" for m in ("begin", "end"))
+    files(**{"README.md": f"# Mine\n{begin}\nmy notes\n{begin}\nold\n{end}\n"})(root)
+
+
 def with_params(setup: Callable[[Path], None]) -> Callable[[Path], None]:
     return both(setup, lambda root: (root / "params.yaml").write_bytes((ROOT / "profiles" / "embedded.yaml").read_bytes()))
 
@@ -683,6 +700,12 @@ CASES = [
     # -- outputs that are not the command's
     Case("outputs", "out-read-only", "`--out` naming a read-only file", read_only(OUT),
          ["count-ngrams", "c.txt", "--out", OUT], "output out is read-only: spanft does not replace it"),
+    Case("outputs", "out-cache-link", "`--out` a link into DVC's cache (cache.type symlink)", cache_linked(OUT),
+         ["count-ngrams", "c.txt", "--out", OUT], "is a symbolic link into DVC's cache"),
+    Case("inputs", "readme-begin-twice", "`spanft readme` with a begin marker pasted twice", readme_twice,
+         ["readme"], "README.md: generated block 'times' is not one clear block: 2 begin markers (lines 2, 4)"),
+    Case("inputs", "readme-not-utf8", "`spanft readme` on a README that is not UTF-8",
+         files(**{"README.md": b"# Sp\xe4n\n"}), ["readme"], "README.md:1: not valid UTF-8 (byte 0xe4"),
     Case("outputs", "report-out-users", "`report --out` naming a folder of the user's",
          with_params(files(**{"notes__index.md": "my notes\n", "notes__todo.txt": "x\n"})),
          ["report", "--out", "notes"], "--out notes: holds files the report did not write"),

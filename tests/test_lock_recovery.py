@@ -25,7 +25,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_graph import reduced_params  # noqa: E402
 
-from spanft.stage.lock_backup import HISTORY, read_history, recover_lock, remember_lock, split_records  # noqa: E402
+from spanft.stage.lock_backup import read_history, remember_lock, split_records  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shutil.which("dvc") is None or shutil.which("git") is None, reason="needs dvc, git")
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-from pathlib import Path
 
 import pytest
 from hypothesis import given, settings

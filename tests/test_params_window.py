@@ -130,3 +130,15 @@ def test_an_edit_in_the_window_is_a_lie_in_dvc_lock_that_the_check_names(project
                           env={**os.environ, "PYTHONPATH": str(project / "src")})
     assert done.returncode != 0
     assert "count_ngrams is recorded with ngrams" in done.stdout + done.stderr
+    # the line names the leaf key and both values, and its fix, followed to the letter, loses nothing
+    with pytest.raises(SpanftError) as caught:
+        check_lock_records(root=project)
+    line = str(caught.value)
+    assert "recorded with ngrams.min_count 3, but its outputs were made with 2 " in line, line
+    fix = line.rsplit("re-run it: ", 1)[1]
+    subprocess.run(fix.split(), cwd=project, check=True, capture_output=True)
+    check_lock_records(root=project)
+    assert _claimed(project) == _used_min_count(project) == 3  # the outputs follow params.yaml, and the lock says so
+    for obj in (project / ".dvc" / "cache" / "files" / "md5").glob("*/*"):
+        if not obj.name.endswith(".dir"):
+            assert hashlib.md5(obj.read_bytes()).hexdigest() == obj.parent.name + obj.name  # noqa: S324

@@ -140,10 +140,11 @@ def test_a_changed_report_changes_the_readme(tmp_path):
 
 
 def test_a_missing_block_or_source_is_one_line(tmp_path, capsys):
-    with pytest.raises(SpanftError, match=r"README.md: no generated block 'scores'"):
+    with pytest.raises(SpanftError, match=r"README.md: generated block 'scores' is not one clear block: no begin "
+                                          r"markers; no end markers"):
         find_block("no blocks here\n", "scores")
     twice = README + "\n" + "\n".join(markers("scores")) + "\n"
-    with pytest.raises(SpanftError, match=r"2 generated block 'scores'"):
+    with pytest.raises(SpanftError, match=r"'scores' is not one clear block: 2 begin markers \(lines \d+, \d+\); 2 end markers"):
         find_block(twice, "scores")
     root = _project(tmp_path, README)
     (root / "reports/tables/table8.md").unlink()

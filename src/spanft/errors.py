@@ -20,8 +20,10 @@ class SpanftError(Exception):
 
     @property
     def message(self) -> str:
-        """The message as raised, unescaped: for code that rewrites it (a temporary path into the target's)."""
-        return super().__str__()
+        """The message as raised, unescaped (a :func:`parts` message keeps its parts): for code that rewrites it
+        (a temporary path into the target's) and for the error line, which cuts its context first."""
+        first = self.args[0] if len(self.args) == 1 else None
+        return first if isinstance(first, str) else super().__str__()
 
     def __str__(self) -> str:
         return one_line(self.message, limit=None)
@@ -50,20 +52,74 @@ def _shown(ch: str) -> str:
     return ascii(ch)[1:-1]
 
 
+class Context(str):
+    """A part of a :func:`parts` message that explains (why, how it came about): cut first, from its end."""
+
+    level = 1
+
+
+class Value(str):
+    """A quoted value in a :func:`parts` message: cut after the context, in its middle."""
+
+    level = 2
+
+
+class Message(str):
+    """A message built from parts (:func:`parts`); reads as the plain text of them all."""
+
+    pieces: tuple[str, ...] = ()
+
+
+def parts(*pieces: str) -> Message:
+    """A message whose line, when it must be cut, shortens its :class:`Context` pieces first, then its
+    :class:`Value` pieces, each with "…"; plain pieces (what is wrong, the key, the fix) stay whole."""
+    message = Message("".join(pieces))
+    message.pieces = pieces
+    return message
+
+
 def one_line(text: str, limit: int | None = MAX_LINE) -> str:
     """``text`` as one readable line of at most ``limit`` characters (None: any length): every character a
     terminal or ``str.splitlines`` would not show as itself (line breaks, ESC, zero-width and other invisible
-    characters) escaped, and a longer text cut in the middle, keeping its head (what is wrong) and its tail (the
-    fix), with how much was left out between them."""
-    shown = "".join(_shown(ch) for ch in text)
+    characters) escaped. A longer :func:`parts` message loses its context first, then the middle of its values;
+    whatever is still too long is cut in the middle, keeping its head (what is wrong) and its tail (the fix),
+    with how much was left out between them."""
+    pieces = [(getattr(piece, "level", 0), "".join(_shown(ch) for ch in piece))
+              for piece in (getattr(text, "pieces", ()) or (text,))]
+    shown = "".join(piece for _, piece in pieces)
     if limit is None or len(shown) <= limit:
         return shown
+    for level in (Context.level, Value.level):
+        pieces = _shortened(pieces, level, len(shown) - limit)
+        shown = "".join(piece for _, piece in pieces)
+        if len(shown) <= limit:
+            return shown
     marker = f" ...[{len(shown)} characters left out]... "  # the count has at most as many digits as this
     kept = limit - len(marker)
     if kept < 2:
         return shown[:limit]
     head, tail = kept - kept * 2 // 5, kept * 2 // 5
     return f"{shown[:head]} ...[{len(shown) - head - tail} characters left out]... {shown[len(shown) - tail:]}"
+
+
+def _shortened(pieces: list[tuple[int, str]], level: int, excess: int) -> list[tuple[int, str]]:
+    """``pieces`` with those of ``level`` cut to one common cap (the longest first), ``excess`` characters
+    less in all where they hold that many (each keeps at least its "…")."""
+    lengths = [len(piece) for kind, piece in pieces if kind == level]
+    if not lengths or excess <= 0:
+        return pieces
+    low, high = 1, max(lengths)  # the largest cap that removes enough (1: each piece is only its "…")
+    while low < high:
+        cap = (low + high + 1) // 2
+        low, high = (cap, high) if sum(max(0, n - cap) for n in lengths) >= excess else (low, cap - 1)
+    return [(kind, _cut(piece, low, kind) if kind == level and len(piece) > low else piece) for kind, piece in pieces]
+
+
+def _cut(piece: str, cap: int, level: int) -> str:
+    if level == Context.level:
+        return piece[:cap - 1].rstrip() + "…"
+    head = (cap - 1) - (cap - 1) // 3
+    return piece[:head] + "…" + piece[len(piece) - (cap - 1 - head):]
 
 
 def describe_os_error(exc: OSError) -> str:

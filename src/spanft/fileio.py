@@ -11,7 +11,8 @@ A command deletes only what it made:
   the same command;
 - a file output (``counts.tsv``, ``tagger.json``) replaces an existing file of that name, the way ``cp`` or
   ``sort -o`` do (a file cannot carry a marker; the old file stays whole until the new one is complete), but
-  never a directory; through a symbolic link it replaces the link's target and keeps the link, as ``cp`` does.
+  never a directory; through a symbolic link it replaces the link's target and keeps the link, as ``cp`` does
+  (a link into DVC's cache is replaced itself: the cache is never written, ``spanft.stage.dvc_cache``).
 
 Input. Text files are read as UTF-8 line by line, where only ``\\n`` and ``\\r\\n`` end a line (never the
 ``\\f``, ``\\v`` or U+2028 that ``str.splitlines`` also splits on), with errors naming the file and line.
@@ -31,7 +32,8 @@ import tempfile
 from pathlib import Path
 from typing import IO, Iterable, Iterator
 
-from spanft.errors import SpanftError, describe_os_error, where
+from spanft.errors import Context, SpanftError, Value, describe_os_error, parts, where
+from spanft.stage.dvc_cache import cache_link, read_only_fix
 
 log = logging.getLogger("spanft")
 
@@ -80,8 +82,7 @@ def check_output(target: str | os.PathLike, *, inputs: Inputs = (), made_by: str
         if target.is_dir():
             raise SpanftError(f"output {target} is a directory; a file is written here: name the file")
         if target.is_file() and not _writable(target):
-            raise SpanftError(f"output {target} is read-only: spanft does not replace it (as cp would not); make it "
-                              f"writable (chmod u+w) or choose another path")
+            raise SpanftError(read_only_fix(target))
     else:
         if os.path.exists(target) and not target.is_dir() and not target.is_file():
             raise SpanftError(f"output {target} is {_kind(target)}: a directory is written here; choose another path")
@@ -120,7 +121,7 @@ def _check_directory_target(target: Path, made_by: str) -> None:
     if owner is None and any(target.iterdir()):
         raise SpanftError(
             f"output {target} exists and was not written by spanft (no {OUTPUT_MARKER} inside): spanft replaces "
-            f"only its own outputs; choose another path or remove it yourself"
+            f"only its own outputs; choose another path, or move it away yourself (mv)"
         )
     if owner is not None and owner != made_by:
         raise SpanftError(f"output {target} holds the output of `spanft {owner}`, not of `spanft {made_by}`: "
@@ -130,8 +131,9 @@ def _check_directory_target(target: Path, made_by: str) -> None:
         extra = sorted(set(_files_under(target)) - written - {OUTPUT_MARKER}) if written is not None else []
         if extra:
             shown = ", ".join(extra[:3]) + (f" and {len(extra) - 3} more" if len(extra) > 3 else "")
-            raise SpanftError(f"output {target} holds {shown}, which `spanft {made_by}` did not write: spanft "
-                              f"replaces only what it made; move {'it' if len(extra) == 1 else 'them'} out first")
+            raise SpanftError(parts("output ", Value(str(target)), f" holds {shown}",
+                                    Context(f", which `spanft {made_by}` did not write: spanft replaces only what it made"),
+                                    f"; move {'it' if len(extra) == 1 else 'them'} out first"))
 
 
 def _files_under(directory: Path) -> list[str]:
@@ -183,8 +185,9 @@ def atomic_path(target: str | os.PathLike, *, inputs: Inputs = (), made_by: str 
     """Yield a temporary path beside ``target``; the block writes a file there (or, with ``made_by``, a
     directory); it replaces ``target`` only if the block succeeds. See the module's rules for what may be
     replaced; they are checked before the block runs and again before the rename. A file output that is a
-    symbolic link is written through it, as ``cp`` does: the link stays, its target gets the content."""
-    if made_by is None and os.path.islink(target) and not is_special(target):
+    symbolic link is written through it, as ``cp`` does: the link stays, its target gets the content; but a
+    link into DVC's cache is replaced itself, never written through (``spanft.stage.dvc_cache``)."""
+    if made_by is None and os.path.islink(target) and not is_special(target) and cache_link(target) is None:
         target = linked_file(Path(target))
     target = check_output(target, inputs=inputs, made_by=made_by)
     if made_by is None and is_special(target):

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from spanft.errors import SpanftError
+from spanft.stage.textfile import block_lines, replace_lines, split_lines
 
 README = "README.md"
 RESULTS = "benchmarks/RESULTS.md"
@@ -42,26 +43,29 @@ def markers(name: str) -> tuple[str, str]:
     return f"<!-- spanft readme: {name} begin -->", f"<!-- spanft readme: {name} end -->"
 
 
-def _block_pattern(name: str) -> re.Pattern:
-    begin, end = (re.escape(marker) for marker in markers(name))
-    return re.compile(rf"^{begin}\n(.*?)^{end}$", re.S | re.M)
+_ANY_MARKER = re.compile(r"<!-- spanft readme: \S+ (?:begin|end) -->")
+
+
+def _block(text: str, name: str, where: str) -> tuple[list[str], int, int]:
+    """``text``'s lines (each with its own end) and the indexes of block ``name``'s two marker lines; an
+    ambiguous block (two begins, a missing end, the end first, another block's marker inside) is refused."""
+    lines = split_lines(text)
+    begin, end = markers(name)
+    first, last = block_lines(lines, begin, end, where, name, _ANY_MARKER)
+    return lines, first, last
 
 
 def find_block(text: str, name: str, where: str = README) -> str:
-    """The body of block ``name`` in ``text`` (without its markers and final newline)."""
-    found = _block_pattern(name).findall(text)
-    if len(found) != 1:
-        begin, end = markers(name)
-        raise SpanftError(f"{where}: {'no' if not found else len(found)} generated block '{name}' "
-                          f"({begin} ... {end}, each marker on a line of its own); exactly one is needed")
-    return found[0].removesuffix("\n")
+    """The body of block ``name`` in ``text`` (without its markers and final newline; lines joined by ``\\n``)."""
+    lines, first, last = _block(text, name, where)
+    return "\n".join(line.rstrip("\r\n") for line in lines[first + 1:last])
 
 
 def replace_block(text: str, name: str, body: str, where: str = README) -> str:
-    """``text`` with block ``name``'s body replaced by ``body``; everything outside the block unchanged."""
-    find_block(text, name, where)
-    begin, end = markers(name)
-    return _block_pattern(name).sub(lambda _: f"{begin}\n{body}\n{end}", text)
+    """``text`` with block ``name``'s body replaced by ``body``, its lines ending as the begin marker's line
+    does; everything outside the block byte for byte unchanged."""
+    lines, first, last = _block(text, name, where)
+    return replace_lines(lines, first, last, body)
 
 
 # ------------------------------------------------------------------------------------------- sources
@@ -241,9 +245,12 @@ def generated(root: Path) -> dict[str, str]:
     return {name: make(root) for name, make in BLOCKS.items()}
 
 
-def refreshed(text: str, root: Path, workspace: bool = False) -> tuple[str, list[str]]:
+def refreshed(text: str, root: Path, workspace: bool = False, where: str = README) -> tuple[str, list[str]]:
     """``text`` with every block rewritten, and the names of the blocks that changed: from the sources committed
-    at HEAD of ``root``, or (``workspace``) from its working tree."""
+    at HEAD of ``root``, or (``workspace``) from its working tree. An unclear block is refused before any
+    source is read."""
+    for name in BLOCKS:
+        find_block(text, name, where)
     if workspace:
         bodies = generated(root)
     else:
@@ -254,7 +261,7 @@ def refreshed(text: str, root: Path, workspace: bool = False) -> tuple[str, list
                 raise SpanftError(str(error).replace(f"under {head}", f"at git HEAD of {root}")) from None
     changed = []
     for name, body in bodies.items():
-        if find_block(text, name) != body:
+        if find_block(text, name, where) != body:
             changed.append(name)
-            text = replace_block(text, name, body)
+            text = replace_block(text, name, body, where)
     return text, changed

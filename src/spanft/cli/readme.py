@@ -20,12 +20,13 @@ def add_readme(sub: argparse._SubParsersAction) -> None:
 
 
 def readme(args: argparse.Namespace) -> int:
-    from spanft.fileio import atomic_open, require_file
     from spanft.readme import FIX, README, refreshed
+    from spanft.stage.textfile import read_user_text, write_user_text
 
     root = Path(args.root)
-    path = require_file(root / README, "README")
-    text, changed = refreshed(path.read_text(encoding="utf-8"), root, args.workspace)
+    text, bom = read_user_text(root / README, "README")  # its line ends, byte-order mark and mode are kept
+    path = root / README
+    text, changed = refreshed(text, root, args.workspace, str(path))
     if args.check:
         if changed:
             print(f"spanft: {path}: stale generated blocks: {', '.join(changed)}; {FIX}", file=sys.stderr)
@@ -33,7 +34,6 @@ def readme(args: argparse.Namespace) -> int:
         print(f"{path}: every generated block up to date")
         return 0
     if changed:
-        with atomic_open(path) as handle:
-            handle.write(text)
+        write_user_text(path, text, bom)
     print(f"{path}: {'rewrote ' + ', '.join(changed) if changed else 'every generated block already up to date'}")
     return 0

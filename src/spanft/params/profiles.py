@@ -17,8 +17,8 @@ import shutil
 from pathlib import Path
 
 from spanft.errors import SpanftError
-from spanft.fileio import atomic_open
 from spanft.params.schema import check_params_file
+from spanft.stage.textfile import BOM, write_user_text
 
 log = logging.getLogger("spanft")
 
@@ -38,11 +38,21 @@ def use_profile(name: str, root: str | Path = ".") -> Path:
         choices = ", ".join(available_profiles(root)) or f"none (no {root / PROFILES_DIR} directory)"
         raise SpanftError(f"unknown profile {name!r}; available profiles: {choices}")
     check_params_file(source)
-    text = link_packaged_paths(source.read_text(encoding="utf-8"), root, source)
+    text = link_packaged_paths(source.read_text(encoding="utf-8").removeprefix(BOM), root, source)
     target = root / "params.yaml"
-    with atomic_open(target, inputs=[source]) as handle:
-        handle.write(text)
+    bom, end = _style(target)  # the file's own line ends, byte-order mark and mode stay
+    write_user_text(target, text.replace("\n", end), bom, inputs=[source])
     return target
+
+
+def _style(path: Path) -> tuple[bool, str]:
+    """Whether ``path`` starts with a UTF-8 byte-order mark, and the line end most of its lines carry."""
+    try:
+        data = path.read_bytes() if path.is_file() else b""
+    except OSError:
+        data = b""
+    crlf = data.count(b"\r\n")
+    return data.startswith(BOM.encode("utf-8")), "\r\n" if crlf and crlf >= data.count(b"\n") - crlf else "\n"
 
 
 _PACKAGED = re.compile(r"pkg:([A-Za-z_][\w.]*)((?:/[^\s'\"#]*)?)")

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from spanft.errors import SpanftError
+from spanft.errors import Context, SpanftError, parts
 from spanft.params import ids
 from spanft.params.cluster import settings_from_params
 from spanft.params.hparams import HPARAM_FIELDS, hparam_problem, lr_problem
@@ -120,7 +120,7 @@ def _check_node(node: Any, schema: Any, dotted: str, path) -> None:
                 valid = ", ".join(k for k in schema if k != "*")
                 shown = where.encode("ascii", "backslashreplace").decode("ascii")  # a look-alike (Cyrillic е) shows
                 shown = f"'{shown}'" if blank else shown
-                raise SpanftError(f"{path}: unknown key {shown}{hint}; valid keys here: {valid}")
+                raise SpanftError(parts(f"{path}: unknown key {shown}{hint}", Context(f"; valid keys here: {valid}")))
             _check_node(value, child, where, path)
         return
     if isinstance(schema, ListOf):

@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from spanft.errors import SpanftError
-from spanft.fileio import atomic_open
 from spanft.params.plan import AXIS_PARAMS, VARIANTS, Variant
 from spanft.params.schema import FIXED_TASKS
 from spanft.stage.records import record_path
+from spanft.stage.textfile import block_lines, read_user_text, replace_lines, split_lines, write_user_text
 
 BEGIN = "  # >>> fine-tuning groups, generated from spanft/params/plan.py by `spanft dvc-yaml`: do not edit"
 END = "  # <<< fine-tuning groups"
@@ -90,42 +89,28 @@ def finetune_section() -> str:
     return "\n".join([*lines, END]) + "\n"
 
 
-def _split(text: str, path: Path) -> tuple[str, str, str]:
-    """``text`` (``\n`` line ends) as the lines before the section, the section (markers included), the rest."""
-    lines = text.splitlines(keepends=True)
-    begins = [n for n, line in enumerate(lines) if line.rstrip() == BEGIN.rstrip()]
-    ends = [n for n, line in enumerate(lines) if line.rstrip() == END.rstrip()]
-    if len(begins) != 1 or len(ends) != 1 or ends[0] < begins[0]:
-        raise SpanftError(f"{path}: expected one fine-tuning section between the marker lines '# >>> fine-tuning "
-                          f"groups ...' and '# <<< fine-tuning groups' (found {len(begins)} and {len(ends)})")
-    begin, end = begins[0], ends[0] + 1
-    return "".join(lines[:begin]), "".join(lines[begin:end]), "".join(lines[end:])
-
-
-def _read(path: Path) -> tuple[str, str]:
-    """The file's text with ``\n`` line ends, and the line end it uses (``\r\n`` or ``\n``)."""
-    try:
-        raw = path.read_bytes().decode("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SpanftError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
-    newline = "\r\n" if "\r\n" in raw else "\n"
-    return raw.replace("\r\n", "\n"), newline
+def _section_lines(path: Path) -> tuple[list[str], int, int, bool]:
+    """The file's lines (each with its own end), the indexes of the section's two marker lines (refused in one
+    line, naming them, where there are not exactly one of each in order), and whether it has a byte-order mark."""
+    text, bom = read_user_text(path, "dvc.yaml")
+    lines = split_lines(text)
+    first, last = block_lines(lines, BEGIN, END, str(path), "fine-tuning groups")
+    return lines, first, last, bom
 
 
 def section_in(path: str | Path) -> str:
-    """The fine-tuning section as ``dvc.yaml`` holds it now."""
-    path = Path(path)
-    return _split(_read(path)[0], path)[1]
+    """The fine-tuning section as ``dvc.yaml`` holds it now (``\n`` line ends)."""
+    lines, first, last, _ = _section_lines(Path(path))
+    return "".join(line.rstrip("\r\n") + "\n" for line in lines[first:last + 1])
 
 
 def write_finetune_section(path: str | Path) -> bool:
-    """Rewrite ``dvc.yaml``'s fine-tuning section from the variant table, the rest of the file and its line
-    ends as they are; whether anything changed."""
+    """Rewrite ``dvc.yaml``'s fine-tuning section from the variant table, the rest of the file (every line's
+    end, a byte-order mark, the file's mode) as it is; whether anything changed."""
     path = Path(path)
-    text, newline = _read(path)
-    head, section, tail = _split(text, path)
-    if section == finetune_section():
+    lines, first, last, bom = _section_lines(path)
+    if "".join(line.rstrip("\r\n") + "\n" for line in lines[first:last + 1]) == finetune_section():
         return False
-    with atomic_open(path, "wb") as handle:
-        handle.write((head + finetune_section() + tail).replace("\n", newline).encode("utf-8"))
+    body = finetune_section().removesuffix("\n").split("\n")[1:-1]  # between the marker lines
+    write_user_text(path, replace_lines(lines, first, last, "\n".join(body)), bom)
     return True

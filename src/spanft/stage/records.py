@@ -21,7 +21,7 @@ from typing import Any
 from ruamel.yaml import YAML as RuamelYAML
 from ruamel.yaml import YAMLError as RuamelYAMLError
 
-from spanft.errors import SpanftError
+from spanft.errors import Context, SpanftError, Value, parts
 from spanft.fileio import atomic_open
 from spanft.params.load import dvc_reading
 from spanft.stage.lock_backup import broken_lock_line
@@ -69,15 +69,28 @@ def lying_stages(lock_path: str | Path = DVC_LOCK, root: str | Path = ".", exclu
             continue  # no record, or not the one this entry recorded (outputs not checked out): DVC says so
         used = (dvc_reading(path.read_text(encoding="utf-8")) or {}).get(PARAMS_FILE) or {}
         locked = ((entry.get("params") or {}).get(PARAMS_FILE)) or {}
-        for key in [*used, *(k for k in locked if k not in used)]:
-            if used.get(key) != locked.get(key):
-                found.append((name, key, locked.get(key), used.get(key)))
-                break
+        difference = leaf_difference(locked, used)
+        if difference is not None:
+            found.append((name, *difference))
     return found
 
 
 def _first_line(exc: Exception) -> str:
     return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+
+
+def leaf_difference(locked: Any, used: Any, key: str = "") -> tuple[str, Any, Any] | None:
+    """``(dotted leaf key, value recorded, value used)`` where two params trees first differ (``ngrams.min_count``,
+    2, 3: a key one side lacks reads as None), descending into the sections both hold; None where equal."""
+    if locked == used:
+        return None
+    if not (isinstance(locked, dict) and isinstance(used, dict)):
+        return key, locked, used
+    for child in [*used, *(k for k in locked if k not in used)]:
+        found = leaf_difference(locked.get(child), used.get(child), f"{key}.{child}" if key else str(child))
+        if found is not None:
+            return found
+    return None
 
 
 def _overlap(out: Any, path: str) -> bool:
@@ -98,6 +111,7 @@ def check_lock_records(lock_path: str | Path = DVC_LOCK, root: str | Path = ".",
         return
     stage, key, locked, used = found[0]
     more = f" (and {len(found) - 1} more stage(s))" if len(found) > 1 else ""
-    raise SpanftError(f"{lock_path}: stage {stage} is recorded with {key} {locked!r}, but its outputs were made "
-                      f"with {used!r} (its record in {RECORDS_DIR}: params.yaml saved after it ended, before DVC's "
-                      f"lock){more}; re-run it: dvc repro -f -s {stage}")
+    raise SpanftError(parts(f"{lock_path}: stage {stage} is recorded with {key} ", Value(repr(locked)),
+                            ", but its outputs were made with ", Value(repr(used)),
+                            Context(f" (its record in {RECORDS_DIR}: params.yaml saved after it ended, before DVC's "
+                                    f"lock)"), f"{more}; re-run it: dvc repro -f -s {stage}"))

@@ -21,8 +21,7 @@ from transformers import TrainerCallback
 
 from spanft.data.curves import CURVES_DIR
 from spanft.data.registry import TaskSpec
-from spanft.errors import SpanftError
-from spanft.fileio import atomic_open, check_output_location
+from spanft.fileio import atomic_open
 from spanft.train.finished import FINISHED_FILE
 from spanft.train.options import FinetuneOptions
 from spanft.train.preflight import RUN_MARKER, check_checkpoint_dir
