@@ -16,6 +16,7 @@ import yaml
 from spanft.errors import SpanftError, run_command
 from spanft.params.load import load_params
 from spanft.params.plan import PARAMS_FILE, Plan, load_plan
+from spanft.stage import budget
 from spanft.stage.dvc_room import check_dvc_room
 from spanft.stage.names import (
     _JOIN,
@@ -35,20 +36,28 @@ def run_stage(body: Callable[[Plan], None], quiet: bool = False) -> int:
     def call() -> None:
         logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="spanft: %(message)s",
                             stream=sys.stderr)  # here: run_command has put /dev/null where a stream was closed
-        bars_only_on_a_terminal()
         stage = os.environ.get(STAGE_ENV)
+        budget.start(stage)  # where the time goes, for benchmarks/bench_stage_budget.py (off unless asked)
+        bars_only_on_a_terminal()
         with stage_progress(stage):  # under dvc: this stage's place in the graph, and the time left
+            budget.mark("progress")
             if stage:  # under DVC, whose index and cache must have room first (stage.dvc_room)
                 check_dvc_room(Path(os.environ.get(ROOT_ENV) or "."))
+            budget.mark("room")
             before = _params_now()
             plan = load_plan()
+            budget.mark("params")
             # nothing built on outputs that dvc.lock records with other params than they were made with
             check_lock_records(exclude=stage, inputs=declared_deps(stage, plan))
+            budget.mark("lock")
             body(plan)  # a stage's result is its output files; the exit code is 0 unless it raised
+            budget.mark("work")
             keys = declared_params(stage, plan)
             check_params_unchanged(before, _params_now(), keys=keys)
             if stage and keys:  # what DVC will record beside the outputs, as this stage used it (stage.records)
                 write_record(stage, {key: _at(before, key) for key in keys})
+            budget.mark("record")
+        budget.mark("progress end")
 
     return run_command(call)
 
