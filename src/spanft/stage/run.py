@@ -111,8 +111,7 @@ def _declared(stage: str | None, plan: Plan, field: str, dvc_yaml: str) -> list 
     if not stage:
         return None
     try:
-        with open(dvc_yaml, encoding="utf-8") as handle:
-            stages = yaml.load(handle, Loader=_LOADER)["stages"]
+        stages = _dvc_yaml_stages(dvc_yaml)
         group, _, key = stage.partition(_JOIN)
         spec = stages[group]
         spec = spec.get("do", spec)
@@ -132,6 +131,17 @@ def _declared(stage: str | None, plan: Plan, field: str, dvc_yaml: str) -> list 
 
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where built: dvc.yaml is read by every stage
+_READ: dict[str, tuple[str, Any]] = {}  # dvc.yaml's path -> (text, its stages): read once per stage process
+
+
+def _dvc_yaml_stages(dvc_yaml: str) -> Any:
+    """``dvc.yaml``'s ``stages`` (read only; its text read each time, parsed again only when it changed)."""
+    with open(dvc_yaml, encoding="utf-8") as handle:
+        text = handle.read()
+    kept = _READ.get(dvc_yaml)
+    if kept is None or kept[0] != text:
+        kept = _READ[dvc_yaml] = (text, yaml.load(text, Loader=_LOADER)["stages"])
+    return kept[1]
 
 
 def _at(tree: Any, dotted: str) -> Any:
