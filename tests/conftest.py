@@ -40,6 +40,9 @@ def _hub_mode_restored(monkeypatch):
 # The bad-input cases share nothing, and are spread case by case to fill the gaps.
 START_FIRST = ("test_graph.py", "test_fanout.py", "test_fanout_timelimit.py", "test_real_path.py")
 CASE_BY_CASE = frozenset({"test_bad_input.py"})
+# The end-to-end files, marked `e2e`: each runs `dvc repro` of a graph in a temporary project (a minute or more of
+# CPU each). `pytest` (the README's command, and CI's) runs them; `pytest -m "not e2e"` is the quick loop.
+E2E = frozenset({*START_FIRST, "test_params_window.py", "test_single_stage.py", "test_shell_safety.py"})
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
@@ -47,4 +50,6 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.path.name not in CASE_BY_CASE:
             item.add_marker(pytest.mark.xdist_group(item.path.name))
+        if item.path.name in E2E:
+            item.add_marker(pytest.mark.e2e)
     items.sort(key=lambda item: item.path.name not in START_FIRST)  # a stable sort: the rest keep their order

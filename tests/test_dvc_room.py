@@ -106,3 +106,37 @@ def test_fanout_and_its_dvc_index_error_name_the_limit(tmp_path, monkeypatch, ca
     said = dvc_room.index_failed(project, sqlite3.OperationalError("disk I/O error"))
     assert said.startswith(f"{project}: DVC's index failed (disk I/O error): the file-size limit (ulimit -f) is "
                            f"1,048,576 bytes"), said
+
+
+def _dvc_says(project: Path) -> tuple[Path, Path]:
+    """The oracle: DVC's own config, read afresh (cache folder, site cache folder)."""
+    from dvc.config import Config
+    from dvc.dirs import site_cache_dir
+
+    config = Config(dvc_dir=str(project / ".dvc"))
+    cache = config["cache"].get("dir")
+    return (Path(cache) if cache else project / ".dvc" / "cache",
+            Path(site_cache_dir(config["core"].get("site_cache_dir"))) / "repo")
+
+
+def test_what_dvc_s_config_said_is_kept_only_while_it_is_the_same(tmp_path, monkeypatch):
+    project = _project(tmp_path / "p")
+    (project / ".dvc" / "tmp").mkdir()
+    monkeypatch.setenv("DVC_GLOBAL_CONFIG_DIR", str(tmp_path / "global"))
+    monkeypatch.setenv("DVC_SYSTEM_CONFIG_DIR", str(tmp_path / "system"))
+
+    def check() -> None:
+        found = dvc_room.dvc_folders(project)
+        assert (found["cache"], found["site cache"]) == _dvc_says(project)
+        assert (project / ".dvc" / dvc_room.MEMO).is_file()
+
+    check()
+    check()  # from what was kept
+    (project / ".dvc" / "config").write_text("[cache]\n    dir = ../elsewhere\n", encoding="utf-8")
+    check()
+    (tmp_path / "global").mkdir()
+    (tmp_path / "global" / "config").write_text("[core]\n    site_cache_dir = /tmp/spanft-site-x\n", encoding="utf-8")
+    check()
+    monkeypatch.setenv("DVC_SITE_CACHE_DIR", str(tmp_path / "site"))
+    check()
+    assert dvc_room.dvc_folders(project)["site cache"] == tmp_path / "site" / "repo"

@@ -16,27 +16,34 @@ import logging
 import os
 import sys
 
-from huggingface_hub import constants
-from huggingface_hub.utils import get_session
-
 log = logging.getLogger("spanft")
 
 PROBE_TIMEOUT_S = 3.0
 _OFFLINE_VARIABLES = ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE")
 
 
+def _constants():
+    """huggingface_hub's settings, imported when first asked (half a second): a stage on synthetic or local
+    data, which imports this module with its readers, never asks."""
+    from huggingface_hub import constants
+
+    return constants
+
+
 def hub_endpoint() -> str:
-    return constants.ENDPOINT
+    return _constants().ENDPOINT
 
 
 def offline_mode() -> bool:
     """Whether the hub libraries are in offline mode in this process."""
-    return bool(constants.HF_HUB_OFFLINE)
+    return bool(_constants().HF_HUB_OFFLINE)
 
 
 @functools.lru_cache(maxsize=None)
 def _reachable(endpoint: str) -> bool:
     """One HEAD request to ``endpoint`` (proxies from the environment honoured), no retry."""
+    from huggingface_hub.utils import get_session
+
     try:
         get_session().head(endpoint, timeout=PROBE_TIMEOUT_S, follow_redirects=False)
     except Exception as exc:  # connection refused, DNS failure, timeout, proxy error: nothing answered
@@ -59,7 +66,7 @@ def force_offline_mode() -> None:
     """Offline mode for huggingface_hub, transformers and datasets here, and for the processes started later."""
     for name in _OFFLINE_VARIABLES:
         os.environ[name] = "1"
-    constants.HF_HUB_OFFLINE = True  # transformers reads it through huggingface_hub.constants.is_offline_mode
+    _constants().HF_HUB_OFFLINE = True  # transformers reads it through huggingface_hub.constants.is_offline_mode
     config = sys.modules.get("datasets.config")  # datasets copies it at import; set it if already imported
     if config is not None:
         config.HF_HUB_OFFLINE = config.HF_DATASETS_OFFLINE = True

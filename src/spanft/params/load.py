@@ -15,6 +15,7 @@ naming the key, the line and both readings, so a run never uses a value that DVC
 
 from __future__ import annotations
 
+import copy
 import logging
 import re
 import unicodedata
@@ -79,9 +80,23 @@ class ParamsLoader(yaml.SafeLoader):
 ParamsLoader.add_implicit_resolver("tag:yaml.org,2002:float", _EXPONENT_FLOAT, list("-+0123456789."))
 
 
+_PARSED: dict[tuple[str, str], Any] = {}  # (path, text) -> tree: a stage reads params.yaml in several checks
+_KEPT = 8  # readings kept per process
+
+
 def parse_params(text: str, path: str | Path) -> Any:
     """The YAML document in ``text`` (read from ``path``), with errors naming ``path:line``; a scalar that DVC
-    would read as another value is an error too."""
+    would read as another value is an error too. A text read before in this process is not parsed again (the
+    same text gives the same tree; each caller gets its own copy)."""
+    key = (str(path), text)
+    if key not in _PARSED:
+        if len(_PARSED) >= _KEPT:
+            _PARSED.clear()
+        _PARSED[key] = _parse_params(text, path)
+    return copy.deepcopy(_PARSED[key])
+
+
+def _parse_params(text: str, path: str | Path) -> Any:
     try:
         loader = ParamsLoader(text)
         try:

@@ -16,7 +16,6 @@ from typing import Sequence
 
 import numpy as np
 import pandas as pd
-from statsmodels.stats.contingency_tables import mcnemar
 
 from spanft.errors import SpanftError
 
@@ -52,6 +51,10 @@ def mcnemar_from_correct(correct_a: Sequence[bool], correct_b: Sequence[bool]) -
     table = [[int(np.sum(a & b)), int(np.sum(a & ~b))], [int(np.sum(~a & b)), int(np.sum(~a & ~b))]]
     discordant = table[0][1] + table[1][0]
     exact = discordant < EXACT_BELOW
+    # statsmodels here, not at the top: the submission stage reads runs through this module and never tests
+    # (1-2 s of its start on 2 cores)
+    from statsmodels.stats.contingency_tables import mcnemar
+
     result = mcnemar(table, exact=exact, correction=True)
     statistic, p_value = float(result.statistic), min(1.0, float(result.pvalue))
     if not exact and table[0][1] == table[1][0]:

@@ -10,9 +10,11 @@ is said in a warning line, since a larger file or index then fails the same way.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import shutil
+import sys
 from pathlib import Path
 
 from spanft.errors import LIFT_FILE_SIZE_LIMIT, SpanftError, file_size_limit
@@ -29,16 +31,69 @@ def dvc_folders(root: Path) -> dict[str, Path] | None:
     dvc_dir = root / ".dvc"
     if not dvc_dir.is_dir():
         return None
+    memo = dvc_dir / MEMO
+    kept = _kept_folders(memo, root)
+    if kept is not None:
+        return kept
     from dvc.config import Config, ConfigError
     from dvc.dirs import site_cache_dir
 
+    files: dict[str, str] = {}
     try:
         config = Config(dvc_dir=str(dvc_dir))
+        files = dict(config.files)
         cache, site = config["cache"].get("dir"), config["core"].get("site_cache_dir")
     except ConfigError:  # DVC says what is wrong with its config itself, when it runs
         cache, site = None, None
-    return {"cache": Path(cache) if cache else dvc_dir / "cache", "tmp": dvc_dir / "tmp",
-            "site cache": Path(site_cache_dir(site)) / "repo"}
+    folders = {"cache": Path(cache) if cache else dvc_dir / "cache", "tmp": dvc_dir / "tmp",
+               "site cache": Path(site_cache_dir(site)) / "repo"}
+    if files:
+        _keep_folders(memo, _memo_key(list(files.values()), root), folders)
+    return folders
+
+
+# What DVC's config said, kept for the next stage (importing DVC and reading its config takes 0.1-0.2 s a stage):
+# valid while DVC's config files (their paths as DVC named them; size and time, or absent), this process's
+# environment variables that place them and this interpreter are the same.
+MEMO = Path("tmp") / "spanft-dvc-folders.json"
+_PLACING = ("DVC_SYSTEM_CONFIG_DIR", "DVC_GLOBAL_CONFIG_DIR", "DVC_SITE_CACHE_DIR", "HOME")  # dvc/dirs.py
+
+
+def _memo_key(files: list[str], root: Path) -> dict:
+    environment = {k: v for k, v in os.environ.items() if k in _PLACING or k.startswith("XDG_")}
+    return {"files": {path: _stat(path) for path in sorted(files)}, "environment": environment,
+            "python": sys.executable, "uid": os.getuid() if hasattr(os, "getuid") else None,
+            "cwd": os.getcwd(), "root": str(root)}
+
+
+def _stat(path: str) -> list[int] | None:
+    try:
+        found = os.stat(path)
+    except OSError:
+        return None
+    return [found.st_mtime_ns, found.st_size, found.st_ino]
+
+
+def _kept_folders(memo: Path, root: Path) -> dict[str, Path] | None:
+    try:
+        kept = json.loads(memo.read_text(encoding="utf-8"))
+        if kept["key"] == _memo_key(list(kept["key"]["files"]), root):
+            return {name: Path(folder) for name, folder in kept["folders"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        pass
+    return None
+
+
+def _keep_folders(memo: Path, key: dict, folders: dict[str, Path]) -> None:
+    if not memo.parent.is_dir():
+        return  # no DVC temporary folder yet: DVC makes it
+    partial = memo.with_name(f"{memo.name}.{os.getpid()}")
+    try:
+        partial.write_text(json.dumps({"key": key, "folders": {k: str(v) for k, v in folders.items()}}),
+                           encoding="utf-8")
+        partial.replace(memo)
+    except OSError:
+        partial.unlink(missing_ok=True)
 
 
 def _shown(folder: Path, root: Path) -> str:

@@ -25,6 +25,7 @@ from spanft.errors import Context, SpanftError, Value, parts
 from spanft.fileio import atomic_open
 from spanft.params.load import dvc_reading
 from spanft.stage.lock_backup import broken_lock_line
+from spanft.stage.lockfile import lock_stages
 
 RECORDS_DIR = "data/params-used"
 PARAMS_FILE = "params.yaml"
@@ -54,7 +55,7 @@ def lying_stages(lock_path: str | Path = DVC_LOCK, root: str | Path = ".", exclu
     other params than its record (the one whose hash that entry holds) says it used; but ``exclude``, and,
     given ``inputs`` (paths), only the stages with an output among them or inside or above one of them."""
     try:  # both read as DVC reads them (YAML 1.2: DVC writes lr 3e-05 so, which YAML 1.1 reads as text)
-        stages = (dvc_reading((Path(root) / lock_path).read_text(encoding="utf-8")) or {}).get("stages") or {}
+        stages = lock_stages(Path(root) / lock_path, Path(root))  # entries read once across stages (lockfile)
     except OSError:
         return []  # no lock yet
     except (ValueError, AttributeError, RuamelYAMLError) as exc:  # cut by a run stopped while DVC wrote it

@@ -16,6 +16,7 @@ import yaml
 from spanft.errors import SpanftError, run_command
 from spanft.params.load import load_params
 from spanft.params.plan import PARAMS_FILE, Plan, load_plan
+from spanft.stage import budget
 from spanft.stage.dvc_room import check_dvc_room
 from spanft.stage.lock_backup import keep_lock
 from spanft.stage.names import (
@@ -36,22 +37,30 @@ def run_stage(body: Callable[[Plan], None], quiet: bool = False) -> int:
     def call() -> None:
         logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="spanft: %(message)s",
                             stream=sys.stderr)  # here: run_command has put /dev/null where a stream was closed
-        bars_only_on_a_terminal()
         stage = os.environ.get(STAGE_ENV)
+        budget.start(stage)  # where the time goes, for benchmarks/bench_stage_budget.py (off unless asked)
+        bars_only_on_a_terminal()
         with stage_progress(stage):  # under dvc: this stage's place in the graph, and the time left
+            budget.mark("progress")
             if stage:  # under DVC, whose index and cache must have room first (stage.dvc_room)
                 check_dvc_room(Path(os.environ.get(ROOT_ENV) or "."))
                 # DVC has written the previous stage's record: keep it, should this run's lock write be cut
                 keep_lock(Path(os.environ.get(ROOT_ENV) or "."))
+            budget.mark("room")
             before = _params_now()
             plan = load_plan(check_sources=bool(stage))  # under DVC: a missing local source named first
+            budget.mark("params")
             # nothing built on outputs that dvc.lock records with other params than they were made with
             check_lock_records(exclude=stage, inputs=declared_deps(stage, plan))
+            budget.mark("lock")
             body(plan)  # a stage's result is its output files; the exit code is 0 unless it raised
+            budget.mark("work")
             keys = declared_params(stage, plan)
             check_params_unchanged(before, _params_now(), keys=keys)
             if stage and keys:  # what DVC will record beside the outputs, as this stage used it (stage.records)
                 write_record(stage, {key: _at(before, key) for key in keys})
+            budget.mark("record")
+        budget.mark("progress end")
 
     return run_command(call)
 
@@ -105,8 +114,7 @@ def _declared(stage: str | None, plan: Plan, field: str, dvc_yaml: str) -> list 
     if not stage:
         return None
     try:
-        with open(dvc_yaml, encoding="utf-8") as handle:
-            stages = yaml.load(handle, Loader=_LOADER)["stages"]
+        stages = _dvc_yaml_stages(dvc_yaml)
         group, _, key = stage.partition(_JOIN)
         spec = stages[group]
         spec = spec.get("do", spec)
@@ -126,6 +134,17 @@ def _declared(stage: str | None, plan: Plan, field: str, dvc_yaml: str) -> list 
 
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml where built: dvc.yaml is read by every stage
+_READ: dict[str, tuple[str, Any]] = {}  # dvc.yaml's path -> (text, its stages): read once per stage process
+
+
+def _dvc_yaml_stages(dvc_yaml: str) -> Any:
+    """``dvc.yaml``'s ``stages`` (read only; its text read each time, parsed again only when it changed)."""
+    with open(dvc_yaml, encoding="utf-8") as handle:
+        text = handle.read()
+    kept = _READ.get(dvc_yaml)
+    if kept is None or kept[0] != text:
+        kept = _READ[dvc_yaml] = (text, yaml.load(text, Loader=_LOADER)["stages"])
+    return kept[1]
 
 
 def _at(tree: Any, dotted: str) -> Any:
