@@ -216,10 +216,9 @@ def test_a_clean_exit_waits_for_its_result_file_before_it_counts_as_failed(tmp_p
 
 
 def test_a_stage_whose_earlier_job_still_runs_is_not_sent_again(tmp_path):
-    from spanft.cluster.watching import still_running
     from spanft.cluster.stages import StaleStage
-
     from spanft.cluster.tracking import process_start
+    from spanft.cluster.watching import still_running
 
     # a live job, checked at once: its command line may still be pytest's (not yet exec'd), its start time is its own
     stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
@@ -571,7 +570,11 @@ def test_the_job_folder_needs_room_for_the_checkpoints_of_the_jobs_at_once(tmp_p
 
 
 def test_a_site_default_that_keeps_the_environment_from_jobs_is_lifted_for_the_submission_alone(monkeypatch):
-    from spanft.cluster.preflight import ENVIRONMENT_TOKEN, check_job_environment, submission_environment
+    from spanft.cluster.preflight import (
+        ENVIRONMENT_TOKEN,
+        check_job_environment,
+        submission_environment,
+    )
 
     monkeypatch.setenv("SBATCH_EXPORT", "NONE")
     monkeypatch.setenv("SLURM_EXPORT_ENV", "NONE")
@@ -744,7 +747,11 @@ def test_a_workspace_whose_git_is_broken_is_cloned_again_never_the_heads_repo_to
 
 def test_a_head_reached_through_a_symbolic_link_opens_in_dvc(tmp_path, monkeypatch):
     """Home and scratch folders of clusters are often links: DVC relates stage paths to the working directory."""
-    from spanft.cluster.stages import finetune_upstream, stage_paths, stale_training_stages
+    from spanft.cluster.stages import (
+        finetune_upstream,
+        stage_paths,
+        stale_training_stages,
+    )
 
     repo = tmp_path / "real"
     (repo / "pipeline").mkdir(parents=True)

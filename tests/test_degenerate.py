@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
+from spanft.english import p_round
 from spanft.report.degenerate import far_outside, flagged, words
-from spanft.report.printed import p_round
 from spanft.report.seedtest import seed_test
 from spanft.report.verdict import Verdict
 

@@ -13,9 +13,10 @@ import time
 from pathlib import Path
 
 import pytest
+from test_fanout import env_for, serial, slurm  # noqa: F401  (fixtures)
 
 from spanft.errors import SpanftError
-from test_fanout import env_for, serial, slurm  # noqa: F401  (fixtures)
+
 
 def test_an_earlier_jobs_of_another_commit_are_watched_only_where_the_run_is_the_same(tmp_path, monkeypatch):
     from spanft.cluster import watching as module
@@ -173,7 +174,14 @@ def _sent(head: Path) -> list[str]:
 @pytest.mark.parametrize("executor", ["local", "slurm"])
 def test_two_heads_on_one_cache_train_each_run_once_and_a_killed_one_is_taken_over(executor, serial, tmp_path,
                                                                                    request):
-    from test_fanout import KILLED, TRAINING, checkpoint_written, head_after_serial, kill_job, start_fanout
+    from test_fanout import (
+        KILLED,
+        TRAINING,
+        checkpoint_written,
+        head_after_serial,
+        kill_job,
+        start_fanout,
+    )
 
     extra = request.getfixturevalue("slurm") if executor == "slurm" else {}
     heads = [head_after_serial(serial, tmp_path / name) for name in ("a", "b")]  # one commit, two clones

@@ -12,7 +12,14 @@ import pytest
 
 from spanft import cli
 from spanft.errors import SpanftError
-from spanft.report.grid import PAPER_GRID, best_points, experiment_points, grid_command, grid_markdown, left_out
+from spanft.report.grid import (
+    PAPER_GRID,
+    best_points,
+    experiment_points,
+    grid_command,
+    grid_markdown,
+    left_out,
+)
 
 
 def _rev(name: str, lr, scores: dict, epochs: int = 3) -> dict:

@@ -23,9 +23,9 @@ import pytest
 
 from spanft.data.registry import get_task
 from spanft.train.checkpoints import ELAPSED_FILE, prepare_checkpoint_dir
-from spanft.train.preflight import RUN_MARKER
 from spanft.train.finetune import MEASURED_KEYS
 from spanft.train.options import FinetuneOptions
+from spanft.train.preflight import RUN_MARKER
 
 ENV = {**os.environ, "OMP_NUM_THREADS": "1", "TOKENIZERS_PARALLELISM": "false"}
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from dvc.utils.serialize import dumps_yaml
 
-from spanft.stage.dvc_cache import read_only_fix
 from spanft.errors import MAX_LINE, Context, SpanftError, Value, _fail, one_line, parts
+from spanft.stage.dvc_cache import read_only_fix
 from spanft.stage.records import check_lock_records, record_path, write_record
 
 

@@ -15,7 +15,13 @@ from hypothesis import strategies as st
 from spanft.errors import SpanftError
 
 torch = pytest.importorskip("torch")
-from transformers import BertConfig, BertModel, BertTokenizerFast, RobertaConfig, RobertaModel  # noqa: E402
+from transformers import (  # noqa: E402
+    BertConfig,
+    BertModel,
+    BertTokenizerFast,
+    RobertaConfig,
+    RobertaModel,
+)
 
 from spanft.model import loading  # noqa: E402
 

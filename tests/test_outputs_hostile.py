@@ -19,8 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from spanft.errors import SpanftError
-from spanft.params.cluster import ClusterSettings
 from spanft.fileio import atomic_open
+from spanft.params.cluster import ClusterSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=list(HealthCheck))

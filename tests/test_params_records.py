@@ -12,7 +12,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from spanft.errors import SpanftError
-from spanft.stage.records import check_lock_records, lying_stages, record_path, write_record
+from spanft.stage.records import (
+    check_lock_records,
+    lying_stages,
+    record_path,
+    write_record,
+)
 
 SCALARS = st.one_of(st.integers(-10**12, 10**12), st.floats(allow_nan=False, allow_infinity=False, width=64),
                     st.booleans(), st.none(), st.text(max_size=12))
@@ -79,8 +84,8 @@ def test_a_stage_reading_outputs_that_dvc_lock_vouches_for_with_other_params_sto
     unchanged, so the dictionary stage itself must refuse; count_ngrams, re-run as the fix says, must not."""
     from pathlib import Path
 
-    from spanft.stage.run import declared_deps, run_stage
     from spanft.params.plan import load_plan
+    from spanft.stage.run import declared_deps, run_stage
 
     root = Path(__file__).resolve().parents[1]
     for name in ("params.yaml", "dvc.yaml"):

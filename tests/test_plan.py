@@ -13,15 +13,15 @@ import yaml
 
 from spanft.cli import build_parser
 from spanft.errors import SpanftError
+from spanft.params.hparams import HPARAM_FIELDS, HParams
+from spanft.params.load import load_params
+from spanft.params.plan import VARIANTS, load_plan, plan_from_tree
 from spanft.stage.dvc_yaml import (
     BEGIN,
     finetune_section,
     section_in,
     write_finetune_section,
 )
-from spanft.params.hparams import HPARAM_FIELDS, HParams
-from spanft.params.load import load_params
-from spanft.params.plan import VARIANTS, load_plan, plan_from_tree
 from spanft.train.options import MODEL_VARIANTS, SETTINGS_ORDER, FinetuneOptions
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,9 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from scipy import optimize, stats
 
+from spanft.data.headline import summary_gains
+from spanft.english import end, signed
 from spanft.report.cells import bootstrap_p_cell, ci_cell, p_value_cell, pct
-from spanft.report.headline import headline, summary_gains
-from spanft.report.printed import end, signed
+from spanft.report.headline import headline
 from spanft.report.seedtest import seed_test
 from spanft.report.verdict import NO_SPREAD, Verdict
 from spanft.report.verdict import test_name as row_test_name

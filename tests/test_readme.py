@@ -17,8 +17,20 @@ import yaml
 
 from spanft.cli import main
 from spanft.errors import SpanftError
-from spanft.readme import (BLOCKS, FIX, QUOTED_FIGURES, RESULTS, committed, committed_sources, find_block, generated,
-                           markdown_table, markers, replace_block, section)
+from spanft.readme import (
+    BLOCKS,
+    FIX,
+    QUOTED_FIGURES,
+    RESULTS,
+    committed,
+    committed_sources,
+    find_block,
+    generated,
+    markdown_table,
+    markers,
+    replace_block,
+    section,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")

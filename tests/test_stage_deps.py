@@ -21,8 +21,8 @@ from dvc.repo import Repo
 
 from spanft.errors import SpanftError
 from spanft.params.plan import Plan, plan_from_tree
-from spanft.stage.records import RECORDS_DIR, record_path
 from spanft.stage.names import GROUPS, stage_argv
+from spanft.stage.records import RECORDS_DIR, record_path
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src"

@@ -18,7 +18,19 @@ from spanft.errors import run_command
 
 def build_parser() -> argparse.ArgumentParser:
     # imported here, inside main's run_command: a Ctrl-C while they load is one line, not a traceback
-    from spanft.cli import cluster, data, lock, model, params, plan, readme, report, status, text, train
+    from spanft.cli import (
+        cluster,
+        data,
+        lock,
+        model,
+        params,
+        plan,
+        readme,
+        report,
+        status,
+        text,
+        train,
+    )
 
     commands = [data.add_corpus, text.add_count_ngrams, text.add_build_dict, text.add_segment, model.add_backbone,
                 train.add_finetune, data.add_describe, data.add_prepare_task, report.add_submission,

@@ -52,8 +52,8 @@ def fanout(args: argparse.Namespace) -> int:
     from dvc.exceptions import DvcException
 
     from spanft.cluster.fanout import fanout
-    from spanft.stage.dvc_room import index_failed
     from spanft.params.plan import load_plan
+    from spanft.stage.dvc_room import index_failed
 
     root = logical_path(args.root)
     settings = load_plan(root / "params.yaml").cluster

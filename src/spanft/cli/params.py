@@ -6,10 +6,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from spanft.stage.dvc_yaml import finetune_section, section_in, write_finetune_section
 from spanft.params.plan import load_plan
-from spanft.stage.records import check_lock_records
 from spanft.params.profiles import PROFILES_DIR, use_profile
+from spanft.stage.dvc_yaml import finetune_section, section_in, write_finetune_section
+from spanft.stage.records import check_lock_records
 
 
 def add_check_params(sub: argparse._SubParsersAction) -> None:

@@ -36,11 +36,17 @@ from spanft.cluster.stages import (
     stage_paths,
     stale_training_stages,
 )
-from spanft.cluster.workspace import HeadState, cache_dir, git, head_state, same_contents
+from spanft.cluster.workspace import (
+    HeadState,
+    cache_dir,
+    git,
+    head_state,
+    same_contents,
+)
 from spanft.errors import SpanftError
 from spanft.params.cluster import ClusterSettings
-from spanft.stage.dvc_room import check_dvc_room
 from spanft.params.plan import load_plan
+from spanft.stage.dvc_room import check_dvc_room
 
 log = logging.getLogger("spanft")
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from submitit.helpers import Checkpointable
 
-from spanft.cluster.claims import release_key
 from spanft.cluster.causes import exit_words
+from spanft.cluster.claims import release_key
 from spanft.cluster.joblock import exclusive
 from spanft.cluster.preflight import check_cache, check_job_environment
 from spanft.cluster.processes import run_group

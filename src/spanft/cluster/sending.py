@@ -16,7 +16,6 @@ from pathlib import Path
 
 import submitit
 
-from spanft.cluster.timelimit import signal_lead
 from spanft.cluster import claims, preflight
 from spanft.cluster.executors import (
     at_once,
@@ -28,6 +27,7 @@ from spanft.cluster.executors import (
 )
 from spanft.cluster.job import StageJob
 from spanft.cluster.stages import StaleStage
+from spanft.cluster.timelimit import signal_lead
 from spanft.cluster.tracking import (
     ACTIVE,
     Submitted,

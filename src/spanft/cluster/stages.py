@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Iterator
 
 from dvc.dependency.base import DependencyDoesNotExistError
-from ruamel.yaml import YAML
 from dvc.repo import Repo
 from dvc.stage.cache import RunCacheNotFoundError, _can_hash, _get_stage_hash
 from dvc_data.hashfile.hash_info import HashInfo
+from ruamel.yaml import YAML
 
 from spanft.cluster.workspace import LOCK_FILE
 

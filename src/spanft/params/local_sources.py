@@ -11,7 +11,6 @@ from pathlib import Path
 from spanft.errors import SpanftError
 
 
-
 def _dependencies(tree: dict) -> list[tuple[str, str, bool]]:
     """``(params key, path, must hold data)``: each path dvc.yaml lists as a stage dependency from params; the
     flag is set where the key's source is local (a folder of the repository's layout alone will not do)."""

@@ -19,8 +19,16 @@ from spanft.params import ids
 from spanft.params.cluster import settings_from_params
 from spanft.params.hparams import HPARAM_FIELDS, hparam_problem, lr_problem
 from spanft.params.load import load_params
-from spanft.params.references import (ENCODERS, FIXED_TASKS, SEGMENTATION_METHODS,  # noqa: F401 (re-exported)
-                                      _backbone_specs, _check_folders, _check_real_data, _check_references, _get)
+from spanft.params.references import (  # noqa: F401 (re-exported)
+    ENCODERS,
+    FIXED_TASKS,
+    SEGMENTATION_METHODS,
+    _backbone_specs,
+    _check_folders,
+    _check_real_data,
+    _check_references,
+    _get,
+)
 
 log = logging.getLogger("spanft")
 

@@ -42,6 +42,7 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from spanft.data.headline import REAL, SYNTHETIC
 from spanft.data.provenance import read_corpus_record
 from spanft.english import count_of
 from spanft.fileio import atomic_open, check_output_location
@@ -50,7 +51,7 @@ from spanft.report import dev_test_tables, figures, glue_tables, significance_ta
 from spanft.report.cells import NO_VALUE, Table, has_dash, profile_line
 from spanft.report.context import ReportContext
 from spanft.report.curves import training_curves
-from spanft.report.headline import REAL, SYNTHETIC, headline
+from spanft.report.headline import headline
 from spanft.report.paper import (
     Paper,
     footnotes,

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from spanft.english import end, p_round, points, signed
 from spanft.params.plan import CHANGED
-from spanft.report.printed import end, p_round, points, signed
 from spanft.report.runs import Summary
 from spanft.report.verdict import interval_level
 
@@ -48,7 +48,7 @@ def profile_line(profile: str) -> str:
 
 
 def pct(value: float) -> str:
-    """A score x 100 as :func:`spanft.report.printed.points` prints it (never ``-0.0``)."""
+    """A score x 100 as :func:`spanft.english.points` prints it (never ``-0.0``)."""
     return DASH if value is None or math.isnan(value) else points(100 * value)
 
 

@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 from scipy import stats
 
-from spanft.report.printed import p_round
+from spanft.english import p_round
 from spanft.report.seedtest import LEVEL
 
 FAR = 5.0  # scaled MADs from the arm's median: a seed farther is far outside its arm

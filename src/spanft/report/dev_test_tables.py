@@ -24,7 +24,13 @@ from spanft.report.cells import (
     paper_cell,
     significance_note,
 )
-from spanft.report.context import DEFAULT_ENCODER, Comparison, Method, ReportContext, methods
+from spanft.report.context import (
+    DEFAULT_ENCODER,
+    Comparison,
+    Method,
+    ReportContext,
+    methods,
+)
 from spanft.report.paper import METRIC_NAMES, PaperTable
 from spanft.report.runs import Run, split_score, summarize
 from spanft.report.verdict import Verdict

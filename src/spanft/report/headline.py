@@ -1,9 +1,9 @@
 """``reports/headline.json`` (DVC metrics: each table's gain with its 95% interval, as the verdict line prints it)
-and the closing summary's gains line, read back from it.
+(its reader, the closing summary's gains line: :mod:`spanft.data.headline`).
 
 The file: ``{"data": "synthetic", "t1": {"gain": 7.9, "low": 6.4, "high": 9.5, "what": "SF − baseline"}, ...}``.
 ``data`` says whether the gains come from synthetic task data (they check the machinery, not the method) or real
-data; each entry's numbers are stored as they print (:func:`spanft.report.printed.stored`), null where the line
+data; each entry's numbers are stored as they print (:func:`spanft.english.stored`), null where the line
 has none, and ``what`` names the comparison as its table does (Table 7: one span encoder against another). Short
 keys, so that ``dvc exp show`` fits the first tables in 120 columns. A table with several gains nests them under
 the backbone and the method the gain is over (``t7.vs-cnn-max``), where those differ; two verdicts that would
@@ -14,15 +14,10 @@ gain: they have no entry.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from spanft.report.printed import DASH, end, interval, signed, stored
-
-SYNTHETIC = "synthetic"
-REAL = "real"
-DATA_WORDS = {SYNTHETIC: "synthetic data: checks the machinery, not the method", REAL: "real task data"}
-NUMBERS = ("gain", "low", "high")
+from spanft.data.headline import REAL, SYNTHETIC
+from spanft.english import end, signed, stored
 
 
 def headline(tables: list, synthetic: bool) -> dict[str, Any]:
@@ -69,61 +64,3 @@ def _place(tree: dict, key: str, path: list[str], entry: dict) -> None:
         number += 1
         name = f"{last}-{number}" if last else str(number)
     node[name] = entry
-
-
-# ------------------------------------------------------------------------------------------- the summary line
-
-
-def data_words(tree: dict) -> str:
-    """``, synthetic data: checks the machinery, not the method`` (nothing when the file does not say)."""
-    kind = tree.get("data")
-    return f", {DATA_WORDS[kind]}" if kind in DATA_WORDS else ""
-
-
-def summary_gains(tree: dict) -> tuple[str, list[str]]:
-    """The summary's head and one item per gain of headline.json: ``t1 SF − baseline +7.9 [+6.4, +9.5]``; an entry
-    without an interval prints its gain and why (a tie is never dropped), one without a gain "not computable"."""
-    head = f"gains x 100 [95% interval]{data_words(tree)}: "
-    return head, _gains(tree, [])
-
-
-def _gains(tree: dict, path: list[str]) -> list[str]:
-    if any(key in tree for key in NUMBERS):
-        return [_gain(tree, path)]
-    return [g for key, sub in tree.items() if isinstance(sub, dict) for g in _gains(sub, [*path, str(key)])]
-
-
-def _number(entry: dict, key: str) -> float | None:
-    value = entry.get(key)
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    return float(value) if ok else None
-
-
-def _gain(entry: dict, path: list[str]) -> str:
-    what = entry.get("what") if isinstance(entry.get("what"), str) else ""
-    # the comparison's name says what a "vs-" key says; the table and backbone keys stay
-    where = " ".join([".".join(p for p in path if not (what and p.startswith("vs-")))] + ([what] if what else []))
-    gain, low, high = (_number(entry, key) for key in NUMBERS)
-    if gain is None:
-        return f"{where} not computable"
-    if low is None or high is None:
-        note = entry.get("note") if isinstance(entry.get("note"), str) else "no interval"
-        return f"{where} {signed(gain)} ({note})"
-    return f"{where} {interval(gain, low, high)}"
-
-
-def study_gains(tree: dict) -> tuple[str, list[str]]:
-    """From the report's metrics.json: SF − baseline per study and backbone (the GLUE-style average where there
-    is one), x 100."""
-    head = f"SF − baseline, mean dev main metric x 100{data_words(tree)}: "
-    gains = []
-    for study, backbones in sorted(tree.items()):
-        for backbone, rows in sorted(backbones.items()) if isinstance(backbones, dict) else []:
-            if not isinstance(rows, dict):
-                continue
-            shown = {"average": rows["average"]} if "average" in rows else rows
-            for row, pair in shown.items():
-                diff = _number(pair, "diff") if isinstance(pair, dict) else None
-                text = signed(100 * diff) if diff is not None else "n/a"
-                gains.append(f"{study} {backbone} {row} {text if text != DASH else 'n/a'}")
-    return head, gains

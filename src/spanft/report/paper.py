@@ -17,8 +17,8 @@ from typing import Any, Iterable
 import pandas as pd
 import yaml
 
+from spanft.english import signed
 from spanft.errors import SpanftError
-from spanft.report.printed import signed
 
 PAPER_AVERAGE_COLUMNS = ("cola", "sst2", "mnli-m", "mnli-mm", "qnli", "rte", "mrpc", "qqp", "stsb")
 AVERAGE_TOLERANCE = 0.1

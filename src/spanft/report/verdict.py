@@ -44,10 +44,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from spanft.english import count_of
+from spanft.english import count_of, end, p_round, signed
 from spanft.report import degenerate, reach
 from spanft.report.bootstrap import BootstrapResult
-from spanft.report.printed import end, p_round, signed
 from spanft.report.seedtest import MAX_SEEDS
 
 REPRODUCED = "reproduced"

@@ -14,7 +14,13 @@ from pathlib import Path
 from spanft.params.plan import AXIS_PARAMS, VARIANTS, Variant
 from spanft.params.schema import FIXED_TASKS
 from spanft.stage.records import record_path
-from spanft.stage.textfile import block_lines, read_user_text, replace_lines, split_lines, write_user_text
+from spanft.stage.textfile import (
+    block_lines,
+    read_user_text,
+    replace_lines,
+    split_lines,
+    write_user_text,
+)
 
 BEGIN = "  # >>> fine-tuning groups, generated from spanft/params/plan.py by `spanft dvc-yaml`: do not edit"
 END = "  # <<< fine-tuning groups"

@@ -264,7 +264,7 @@ def headline_lines(metrics: Path) -> list[str]:
         return []
     if not isinstance(tree, dict):
         return []
-    from spanft.report.headline import (  # the one printing of a gain (report side)
+    from spanft.data.headline import (  # the one printing of a gain, as headline.json holds it
         study_gains,
         summary_gains,
     )

@@ -49,6 +49,7 @@ from spanft.model.features import FeatureConfig, SpanCollator, encode_split
 from spanft.model.loading import backbone_is_uncased, check_max_seq_len, load_backbone
 from spanft.model.span_model import SpanModel
 from spanft.stage.session import first_time_this_session
+from spanft.threads import use_threads
 from spanft.train.checkpoints import (
     ElapsedCallback,
     barrier,
@@ -63,7 +64,6 @@ from spanft.train.precision import device_name
 from spanft.train.preflight import preflight
 from spanft.train.saves import checkpoint_triggers
 from spanft.train.scoring import nan_to_none, score_split, selection_metrics
-from spanft.threads import use_threads
 from spanft.train.timing import Phases, StepTimer
 from spanft.train.trainer import SpanTrainer, training_arguments
 

@@ -84,7 +84,9 @@ SETTINGS_ORDER = ("task", "backbone", "variant", "data", "seed", "epochs", "lr",
 
 def span_config_for(options: FinetuneOptions, task: TaskSpec) -> "SpanConfig":  # noqa: F821
     """The :class:`spanft.model.span_model.SpanConfig` of a variant."""
-    from spanft.model.span_model import SpanConfig  # torch: this module is read before torch is imported
+    from spanft.model.span_model import (
+        SpanConfig,  # torch: this module is read before torch is imported
+    )
 
     common = dict(num_labels=task.num_labels, task_type=task.task_type, dropout=options.dropout,
                   cls_vector=options.cls_vector)

@@ -34,19 +34,29 @@ from typing import Any, Callable
 import numpy as np
 import torch
 from tqdm import tqdm
-
 from transformers import set_seed
 from transformers.trainer_utils import enable_full_determinism
 
 from spanft.data.columns import read_prepared
 from spanft.data.registry import TaskSpec, get_task
 from spanft.errors import SpanftError
-from spanft.model.features import FeatureConfig, SpanCollator, encode_split, example_lengths, length_grouped_order
+from spanft.model.features import (
+    FeatureConfig,
+    SpanCollator,
+    encode_split,
+    example_lengths,
+    length_grouped_order,
+)
 from spanft.model.loading import check_max_seq_len, load_backbone
 from spanft.model.span_model import SpanModel
 from spanft.params.plan import BACKBONES_DIR, Plan, PlannedRun
 from spanft.threads import use_threads
-from spanft.train.options import MAX_GRAD_NORM, WEIGHT_DECAY, FinetuneOptions, span_config_for
+from spanft.train.options import (
+    MAX_GRAD_NORM,
+    WEIGHT_DECAY,
+    FinetuneOptions,
+    span_config_for,
+)
 from spanft.train.precision import device_name, run_precision
 from spanft.train.timing import contended, run_queue_wait
 
