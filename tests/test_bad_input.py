@@ -16,6 +16,7 @@ import json
 import os
 import resource
 import select
+import shutil
 import signal
 import subprocess
 import sys
@@ -353,6 +354,11 @@ def readme_twice(root: Path) -> None:
     files(**{"README.md": f"# Mine\n{begin}\nmy notes\n{begin}\nold\n{end}\n"})(root)
 
 
+def with_raw(setup: Callable[[Path], None]) -> Callable[[Path], None]:
+    """``setup``, and the local source folders the embedded params name (check-params refuses missing ones)."""
+    return both(setup, lambda root: shutil.copytree(ROOT / "data" / "raw", root / "data" / "raw"))
+
+
 def with_params(setup: Callable[[Path], None]) -> Callable[[Path], None]:
     return both(setup, lambda root: (root / "params.yaml").write_bytes((ROOT / "profiles" / "embedded.yaml").read_bytes()))
 
@@ -533,7 +539,7 @@ CASES = [
          "data.source is local but data.dir is empty"),
     # -- params as DVC writes them; ranges and relations
     Case("params: values", "dvc-exp-float", "`lr: 3e-05` as `dvc exp run -S hparams.cola.lr=3e-5` writes it",
-         params_text(lambda text: text.replace("lr: 7.0e-4", "lr: 3e-05")), ["check-params"], "lr 3e-05",
+         with_raw(params_text(lambda text: text.replace("lr: 7.0e-4", "lr: 3e-05"))), ["check-params"], "lr 3e-05",
          status=0, check=params_ok),
     Case("params: values", "yaml-dialect", "`seed: 010`, 8 in YAML 1.1 and 10 in DVC's YAML 1.2",
          params_text(lambda text: text.replace("  seed: 0                    # synthetic", "  seed: 010                  # synthetic")),

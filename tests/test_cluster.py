@@ -501,7 +501,8 @@ def test_the_join_never_fine_tunes_on_the_head(dvc_head):
 def test_a_history_rewrite_with_equal_contents_still_joins(dvc_head):
     """`git commit --amend` (a new message) and `git gc --prune` while the jobs ran: the same files, so the
     join goes on; an amend that changed a file is still refused."""
-    from spanft.cluster.fanout import pin, refuse_stale_join, unpin
+    from spanft.cluster.fanout import refuse_stale_join
+    from spanft.cluster.sending import pin, unpin
     from spanft.cluster.stages import stage_paths
 
     sent = head_state(dvc_head, *stage_paths(dvc_head), allow_dirty=False)

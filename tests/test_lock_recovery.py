@@ -23,6 +23,7 @@ import pytest
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+ROOT = Path(__file__).resolve().parents[1]
 from test_graph import reduced_params  # noqa: E402
 
 from spanft.stage.lock_backup import read_history, remember_lock, split_records  # noqa: E402
@@ -81,6 +82,7 @@ def small_project(folder: Path) -> Path:
         (folder / "pad" / f"{i:02d}.txt").write_text(f"pad {i}\n", encoding="utf-8")
     (folder / "dvc.yaml").write_text(yaml.safe_dump(_dvc_yaml(), sort_keys=False), encoding="utf-8")
     (folder / "params.yaml").write_text(yaml.safe_dump(reduced_params(), sort_keys=False), encoding="utf-8")
+    shutil.copytree(ROOT / "data" / "raw", folder / "data" / "raw")  # the local paths params name
     subprocess.run(["git", "init", "-q"], cwd=folder, check=True)
     subprocess.run(["dvc", "init", "-q"], cwd=folder, check=True, env=_env())
     return folder

@@ -28,6 +28,7 @@ def run(project: Path, budget: Path | None) -> subprocess.CompletedProcess:
 def test_each_phase_is_timed_and_they_add_up_to_the_process(tmp_path):
     (tmp_path / ".dvc" / "tmp").mkdir(parents=True)
     shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
+    shutil.copytree(ROOT / "data" / "raw", tmp_path / "data" / "raw")  # the local paths params name
     budget = tmp_path / "budget.jsonl"
     before = time.time()
     done = run(tmp_path, budget)
@@ -51,6 +52,7 @@ def test_each_phase_is_timed_and_they_add_up_to_the_process(tmp_path):
 def test_without_the_variable_nothing_is_written(tmp_path):
     (tmp_path / ".dvc").mkdir()
     shutil.copy(ROOT / "params.yaml", tmp_path / "params.yaml")
+    shutil.copytree(ROOT / "data" / "raw", tmp_path / "data" / "raw")  # the local paths params name
     done = run(tmp_path, None)
     assert done.returncode == 0, done.stderr
     assert not list(tmp_path.glob("*.jsonl"))

@@ -105,7 +105,7 @@ def test_line_ends_byte_order_mark_and_mode_are_kept(tmp_path, capsys, readme, s
     root = _project(tmp_path, "")
     (root / "README.md").write_bytes(BOM + data)
     os.chmod(root / "README.md", 0o640)
-    assert main(["readme", "--root", str(root)]) == 0
+    assert main(["readme", "--workspace", "--root", str(root)]) == 0
     assert "rewrote scores" in capsys.readouterr().out
     assert (root / "README.md").read_bytes() == BOM + expected
     assert stat.S_IMODE((root / "README.md").stat().st_mode) == 0o640
