@@ -203,6 +203,7 @@ def test_replacing_an_outside_file_changes_exactly_the_stages_that_read_it(tmp_p
     data = outside / "data"
     for folder in REDUCED["tasks"].values():  # the official layout: every task's folder, a dep of its stage
         (data / folder).mkdir(parents=True)
+        (data / folder / "train.tsv").write_text("x\n", encoding="utf-8")  # a local source holds files (check-params)
     cola = data / "glue_data" / "CoLA"
     (cola / "train.tsv").write_text("zq01\t1\t\tThe blorp sang .\nzq01\t0\t*\tSang the the blorp .\n", encoding="utf-8")
     (cola / "dev.tsv").write_text("zq02\t1\t\tA frim ran .\n", encoding="utf-8")
