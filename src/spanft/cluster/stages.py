@@ -10,7 +10,6 @@ dependencies and params are in the cache.
 from __future__ import annotations
 
 import contextlib
-import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -22,6 +21,7 @@ from dvc_data.hashfile.hash_info import HashInfo
 from ruamel.yaml import YAML
 
 from spanft.cluster.workspace import LOCK_FILE
+from spanft.stage.lock_backup import dvc_logs_quiet
 
 TRAINING_SCRIPTS = ("pipeline/finetune.py", "pipeline/step_cost.py")
 
@@ -61,18 +61,6 @@ def upstream_of(repo: Repo, stages: list) -> list[str]:
     return sorted({dep.addressing for stage in stages for dep in graph.successors(stage) if not is_training(dep)})
 
 
-@contextlib.contextmanager
-def _dvc_quiet() -> Iterator[None]:
-    """DVC logs 'Stage ... is cached' even for a dry run-cache lookup: keep that out of our output."""
-    logger = logging.getLogger("dvc")
-    level = logger.level
-    logger.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
-
-
 def _lock_applies(stage) -> bool:
     """DVC's first choice when it restores a stage: the lock's record, if the dependencies still match it.
 
@@ -87,7 +75,7 @@ def _in_run_cache(repo: Repo, stage) -> bool:
 
     Changes the stage in memory (its dependencies' hashes taken, its outputs' forgotten): call it last.
     """
-    with _dvc_quiet():
+    with dvc_logs_quiet():
         try:
             stage.save_deps()  # the dependencies' current hashes: the run-cache key
             for out in stage.outs:  # forget the lock's outputs, or restore() would take them for the cached run
@@ -100,7 +88,7 @@ def _in_run_cache(repo: Repo, stage) -> bool:
 
 def _lock_outputs_cached(stage) -> bool:
     """The lock's record applies and the outputs it names are in the cache."""
-    with _dvc_quiet():
+    with dvc_logs_quiet():
         try:
             return _lock_applies(stage) and stage.outs_cached()
         except DependencyDoesNotExistError:
@@ -136,7 +124,7 @@ def forget_uncached_records(root: Path) -> list[str]:
     with open_repo(root) as repo, repo.lock:
         dropped = []
         for stage in training_stages(repo):
-            with _dvc_quiet():
+            with dvc_logs_quiet():
                 applies = stage.changed() and _lock_applies(stage)
             if applies and not _lock_outputs_cached(stage) and _in_run_cache(repo, stage):
                 dropped.append(stage.addressing)
@@ -173,7 +161,7 @@ def stale_training_stages(root: Path) -> tuple[list[StaleStage], int, int]:
     with open_repo(root) as repo, repo.lock:
         stale, fresh, cached = [], 0, 0
         for stage in training_stages(repo):
-            with _dvc_quiet():
+            with dvc_logs_quiet():
                 changed = stage.changed()
             if not changed:
                 fresh += 1

@@ -260,8 +260,9 @@ def _true_record(dvcfile: Any, name: str, resolved: dict, chunks: list[str]) -> 
 
 
 @contextlib.contextmanager
-def _quiet_dvc() -> Iterator[None]:
-    """DVC's logger at warning level: it logs each changed dependency at info level."""
+def dvc_logs_quiet() -> Iterator[None]:
+    """DVC's logger at warning level: it logs each changed dependency, and 'Stage ... is cached' even for a dry
+    run-cache lookup, at info level."""
     dvc_log = logging.getLogger("dvc")
     level = dvc_log.level
     dvc_log.setLevel(logging.WARNING)
@@ -281,7 +282,7 @@ def recover_lock(root: Path) -> Recovery:
     current, history = split_records(text), read_history(root)
     result = Recovery(was_readable=_whole_lock_reads(text), nothing=not current and not history)
     chosen: dict[str, str] = {}
-    with _open_repo(root) as repo, _repo_locked(repo), _quiet_dvc():
+    with _open_repo(root) as repo, _repo_locked(repo), dvc_logs_quiet():
         from dvc.dvcfile import ProjectFile
 
         result.rwlock_reset = repair_rwlock(repo)
