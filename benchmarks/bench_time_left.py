@@ -1,8 +1,8 @@
 """How true the time left is: each forecast at 10%, 50% and 90% of the way against the actual end.
 
     python benchmarks/bench_time_left.py [--reduced] [--cases quiet,loaded] [--dict-size N] [--work DIR] [--exp-only]
-    python benchmarks/bench_time_left.py --from DIR      # again, from the logs an earlier call saved in DIR
-    python benchmarks/bench_time_left.py --log FILE [--start EPOCH] [--end EPOCH]   # any one session log
+    python benchmarks/bench_time_left.py --from DIR [--fractions F,...]   # again, from an earlier call's logs
+    python benchmarks/bench_time_left.py --log FILE [--start EPOCH] [--end EPOCH] [--fractions F,...]
 
 For each case, a fresh project (no stage timed before: what a new user has) runs `dvc repro`, then
 `dvc exp run -S dict_size=N` (its stages timed by the repro before it); "quiet" runs alone, "loaded" beside
@@ -21,7 +21,7 @@ every case's forecasts with the code checked out now and prints the same table, 
 printed beside each. ``--log FILE`` does so for one session log from anywhere (``.dvc/tmp/spanft-progress/`` of
 any project, e.g. one bench_stage_budget.py built): dvc's start from the log's name (``PID-MILLIS.jsonl``, else
 the first stage's start, or ``--start``), the end at the last record (or ``--end``; DVC's save after the last
-stage is then left out).
+stage is then left out). ``--fractions 0.5,0.55,...,0.95`` forecasts at more points of the way than three.
 """
 
 from __future__ import annotations
@@ -96,12 +96,12 @@ def session_log(project: Path, after: float, keep: Path) -> tuple[Path, float]:
     return keep, started
 
 
-def forecasts(log: Path, started: float, end: float) -> list[dict]:
+def forecasts(log: Path, started: float, end: float, fractions: tuple[float, ...] = FRACTIONS) -> list[dict]:
     """At each fraction of the way (from dvc's start at ``started`` to its end), what the forecast said and what
     was actually left."""
     records = read_records(log)
     rows = []
-    for fraction in FRACTIONS:
+    for fraction in fractions:
         now = started + fraction * (end - started)
         seen = [r for r in records if r.get("at", float("-inf")) <= now]
         p = progress_of(seen, started, now)
@@ -126,7 +126,9 @@ def print_case(name: str, command: list[str], start: float, end: float, rows: li
         print(f"  at {100 * row['fraction']:.0f}%: {said}; actual {duration(row['actual'])}{error}{was}")
         print(f"      the line: {row['line']}")
     kept = within_goal(rows)
-    print(f"  within ±{100 * GOAL:.0f}% from half-way on: {'yes' if kept else 'no'}", flush=True)
+    late = [abs(row["error"]) for row in rows if row["fraction"] >= 0.5 and row["error"] is not None]
+    spread = f" (mean miss {100 * sum(late) / len(late):.0f}%, largest {100 * max(late):.0f}%)" if late else ""
+    print(f"  within ±{100 * GOAL:.0f}% from half-way on: {'yes' if kept else 'no'}{spread}", flush=True)
     return kept
 
 
@@ -156,7 +158,7 @@ def case_entry(command: list[str], start: float, started: float, end: float, log
             "log": log.name, "rows": rows, "kept": within_goal(rows)}
 
 
-def reevaluate(folder: Path) -> dict[str, dict]:
+def reevaluate(folder: Path, fractions: tuple[float, ...] = FRACTIONS) -> dict[str, dict]:
     """Every case the results files in ``folder`` hold, its rows computed again from its saved log by the code
     checked out now: {label: {"entry": the stored entry, "rows": the rows now}}."""
     files = [folder / name for name in RESULTS if (folder / name).is_file()]
@@ -171,16 +173,17 @@ def reevaluate(folder: Path) -> dict[str, dict]:
             log = folder / entry["log"]
             if not log.is_file():
                 sys.exit(f"bench_time_left: {log} is missing: {label} cannot be computed again")
-            cases[label] = {"entry": entry, "rows": forecasts(log, entry["started"], entry["end"])}
+            cases[label] = {"entry": entry, "rows": forecasts(log, entry["started"], entry["end"], fractions)}
     return cases
 
 
-def from_folder(folder: Path) -> int:
+def from_folder(folder: Path, fractions: tuple[float, ...]) -> int:
     print(f"bench_time_left: again, from the logs in {folder}, with the forecast checked out now")
-    for label, case in reevaluate(folder).items():
+    for label, case in reevaluate(folder, fractions).items():
         entry = case["entry"]
+        stored = entry.get("rows") if fractions == FRACTIONS else None
         print_case(label, entry.get("command", ["dvc"]), entry.get("start", entry["started"]), entry["end"],
-                   case["rows"], entry.get("rows"))
+                   case["rows"], stored)
     return 0
 
 
@@ -200,13 +203,13 @@ def log_bounds(log: Path, start: float | None, end: float | None) -> tuple[float
     return started, finished
 
 
-def from_log(log: Path, start: float | None, end: float | None) -> int:
+def from_log(log: Path, start: float | None, end: float | None, fractions: tuple[float, ...]) -> int:
     if not log.is_file():
         sys.exit(f"bench_time_left: no file {log}")
     started, finished = log_bounds(log, start, end)
     command = next((r["command"] for r in read_records(log) if "command" in r), ["dvc"])
     print(f"bench_time_left: {log}, dvc started at {started:.3f}, ended at {finished:.3f}")
-    print_case(log.name, command, started, finished, forecasts(log, started, finished))
+    print_case(log.name, command, started, finished, forecasts(log, started, finished, fractions))
     return 0
 
 
@@ -227,16 +230,31 @@ def main() -> int:
     parser.add_argument("--log", type=Path, default=None, help="no run: one session log's forecasts")
     parser.add_argument("--start", type=float, default=None, help="with --log: when dvc started (epoch seconds)")
     parser.add_argument("--end", type=float, default=None, help="with --log: when the run ended (epoch seconds)")
+    parser.add_argument("--fractions", default=None, help="with --from or --log: the fractions of the way to "
+                        "forecast at, e.g. 0.5,0.6,0.7,0.8,0.9 (default: 0.1,0.5,0.9)")
     args = parser.parse_args()
     if args.again is not None and args.log is not None:
         sys.exit("bench_time_left: --from and --log: one or the other")
     if (args.start is not None or args.end is not None) and args.log is None:
         sys.exit("bench_time_left: --start and --end go with --log")
+    fractions = fractions_of(args.fractions) if args.fractions else FRACTIONS
+    if args.fractions and args.again is None and args.log is None:
+        sys.exit("bench_time_left: --fractions goes with --from or --log")
     if args.again is not None:
-        return from_folder(args.again)
+        return from_folder(args.again, fractions)
     if args.log is not None:
-        return from_log(args.log, args.start, args.end)
+        return from_log(args.log, args.start, args.end, fractions)
     return run_cases(args)
+
+
+def fractions_of(text: str) -> tuple[float, ...]:
+    try:
+        fractions = tuple(float(part) for part in text.split(",") if part.strip())
+    except ValueError:
+        fractions = ()
+    if not fractions or not all(0 < f < 1 for f in fractions):
+        sys.exit(f"bench_time_left: --fractions {text}: name fractions between 0 and 1, e.g. 0.5,0.7,0.9")
+    return fractions
 
 
 def run_cases(args: argparse.Namespace) -> int:
