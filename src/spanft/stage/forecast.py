@@ -12,8 +12,8 @@ Pure arithmetic over a session's plan and log (:mod:`spanft.stage.progress` read
   ratio of sums, so long stages weigh more), per basis and per kind within a basis. A stage ahead goes at the
   pace of the stages of its kind done here (a kind's stages share a script, so a load or a cost model's error
   tends to hit them alike, while start-up-bound segmenting and compute-bound fine-tuning need not slow alike),
-  else at its basis's. A running stage that has outrun its paced time counts too, toward its basis and its kind, with the
-  seconds it has taken so far. A basis with no stage done borrows the other's pace, else 1.
+  else at its basis's. A running stage that has outrun its paced time counts too, toward its basis and its
+  kind, with the seconds it has taken so far. A basis with no stage done borrows the other's pace, else 1.
 - **DVC's gaps.** Between one stage's end and the next one's start DVC saves the outputs, rewrites ``dvc.lock``
   and checks the stages it skips: this session's gaps per planned stage passed, times the planned stages ahead
   and one more (the last stage's save).
