@@ -138,3 +138,12 @@ def _main(argv: list[str]) -> int:
         return bench.main()
     finally:
         sys.argv = saved
+
+
+def test_more_fractions_of_the_way_on_request_and_a_bad_one_is_one_line(tmp_path):
+    log, _ = _session_log(tmp_path)
+    rows = bench.forecasts(log, T0, 1290.0, bench.fractions_of("0.5,0.75"))
+    assert [row["fraction"] for row in rows] == [0.5, 0.75]
+    assert rows[1]["actual"] == pytest.approx(0.25 * 290)
+    with pytest.raises(SystemExit, match="between 0 and 1"):
+        bench.fractions_of("0.5,1.5")
