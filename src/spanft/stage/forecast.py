@@ -8,16 +8,19 @@ Pure arithmetic over a session's plan and log (:mod:`spanft.stage.progress` read
   its group (``glue_sf@...``: the part before ``@``) that this session has run, else of its kind (``kind``: the
   stages of one script, every fine-tuning group), else the mean of every stage this session has run (from half
   to twice it); before any stage has ended it is never timed, and counted apart rather than guessed.
-- **This run's pace.** Per basis, the stages this session ran: their seconds over their expected seconds (a
-  ratio of sums, so long stages weigh more). A running stage that has outrun its paced time counts too, with
-  the seconds it has taken so far. A basis with no stage done borrows the other's pace, else 1.
+- **This run's pace, per kind.** The stages this session ran: their seconds over their expected seconds (a
+  ratio of sums, so long stages weigh more), per basis and per kind within a basis. A stage ahead goes at the
+  pace of the stages of its kind done here (a kind's stages share a script, so a load or a cost model's error
+  tends to hit them alike, while start-up-bound segmenting and compute-bound fine-tuning need not slow alike),
+  else at its basis's. A running stage that has outrun its paced time counts too, toward its basis and its
+  kind, with the seconds it has taken so far. A basis with no stage done borrows the other's pace, else 1.
 - **DVC's gaps.** Between one stage's end and the next one's start DVC saves the outputs, rewrites ``dvc.lock``
   and checks the stages it skips: this session's gaps per planned stage passed, times the planned stages ahead
   and one more (the last stage's save).
 - **A range while most stages ahead were never timed** (no earlier time): for those, from the lowest to the
-  highest ratio of actual to expected seconds of the stages of the same basis done here (at least
-  :data:`LEAST_SPREAD` either side of the pace); with fewer than two done, from half to twice the paced time
-  (:data:`UNLEARNED_SPREAD`; one done: :data:`ONE_SEEN_SPREAD`).
+  highest ratio of actual to expected seconds of the stages done here of the same kind (where it goes at its
+  kind's pace), else of the same basis (at least :data:`LEAST_SPREAD` either side of the pace); with fewer than
+  two done, from half to twice the paced time (:data:`UNLEARNED_SPREAD`; one done: :data:`ONE_SEEN_SPREAD`).
 """
 
 from __future__ import annotations
@@ -83,25 +86,56 @@ def done_stages(plan: list[dict], records: list[dict]) -> list[_Done]:
     return done
 
 
-def paces(done: list[_Done], running: tuple[dict, float] | None = None) -> dict[str, float]:
-    """This run's pace per basis: seconds taken over seconds expected, of the stages done (and of the running
-    stage ``(entry, seconds so far)`` once it has outrun its paced time); a basis with none borrows the other's."""
-    sums: dict[str, list[float]] = {}
+@dataclass(frozen=True)
+class Paces:
+    """This run's pace: seconds taken over seconds expected, per basis and per (basis, kind)."""
+
+    basis: dict[str, float]
+    kind: dict[tuple[str, str], float]
+
+    def of(self, entry: dict) -> float:
+        """The pace a planned stage goes at: that of its kind where some of it was done here, else its basis's."""
+        basis = basis_of(entry) or EARLIER
+        return self.kind.get((basis, entry.get("kind")), self.basis[basis])
+
+
+def _sums(done: list[_Done]) -> dict[tuple[str, str | None], list[float]]:
+    """Seconds taken and expected of the stages done, per (basis, None) and per (basis, kind)."""
+    sums: dict[tuple[str, str | None], list[float]] = {}
     for d in done:
         if d.basis in (EARLIER, MODEL) and d.expected:
-            pair = sums.setdefault(d.basis, [0.0, 0.0])
-            pair[0] += d.seconds
-            pair[1] += d.expected
-    pace = {basis: taken / expected for basis, (taken, expected) in sums.items()}
-    for basis, other in ((EARLIER, MODEL), (MODEL, EARLIER)):
-        pace.setdefault(basis, pace.get(other, 1.0))
+            for key in {(d.basis, None), (d.basis, d.kind)}:
+                pair = sums.setdefault(key, [0.0, 0.0])
+                pair[0] += d.seconds
+                pair[1] += d.expected
+    return sums
+
+
+def _outrun(sums: list[float] | None, so_far: float, expected: float, pace: float) -> float:
+    """A pace with a running stage's seconds so far counted as its whole time (never below ``pace``)."""
+    taken, before = sums or (0.0, 0.0)
+    return max(pace, (taken + so_far) / (before + expected))
+
+
+def paces(done: list[_Done], running: tuple[dict, float] | None = None) -> Paces:
+    """This run's pace per basis and per kind: seconds taken over seconds expected, of the stages done (and of the
+    running stage ``(entry, seconds so far)`` once it has outrun its paced time, for its basis and its kind); a
+    basis with none borrows the other's, a kind with none goes at its basis's pace."""
+    sums = _sums(done)
+    basis = {b: sums[(b, None)][0] / sums[(b, None)][1] for b in (EARLIER, MODEL) if (b, None) in sums}
+    for b, other in ((EARLIER, MODEL), (MODEL, EARLIER)):
+        basis.setdefault(b, basis.get(other, 1.0))
+    kind = {(b, k): taken / expected for (b, k), (taken, expected) in sums.items() if k is not None}
     if running is not None:
         entry, so_far = running
-        basis, expected = basis_of(entry), entry.get("seconds")
-        if basis in (EARLIER, MODEL) and expected and so_far > expected * pace[basis]:
-            taken, before = sums.get(basis, [0.0, 0.0])
-            pace[basis] = max(pace[basis], (taken + so_far) / (before + expected))
-    return pace
+        b, expected, k = basis_of(entry), entry.get("seconds"), entry.get("kind")
+        if b in (EARLIER, MODEL) and expected:
+            paced = kind.get((b, k), basis[b])  # the pace the stage goes at, before it outran it
+            if so_far > expected * basis[b]:
+                basis[b] = _outrun(sums.get((b, None)), so_far, expected, basis[b])
+            if k is not None and so_far > expected * paced:
+                kind[(b, k)] = _outrun(sums.get((b, k)), so_far, expected, paced)
+    return Paces(basis, kind)
 
 
 def gap_per_stage(plan: list[dict], records: list[dict]) -> float | None:
@@ -123,12 +157,20 @@ def gap_per_stage(plan: list[dict], records: list[dict]) -> float | None:
     return gaps / positions if positions else None
 
 
-def _ratios(done: list[_Done], basis: str) -> list[float]:
-    return [d.seconds / d.expected for d in done if d.basis == basis and d.expected]
+def _ratios(done: list[_Done], basis: str, kind: str | None) -> list[float]:
+    """Actual over expected seconds of the stages done of ``basis`` (and of ``kind``, unless None)."""
+    return [d.seconds / d.expected for d in done if d.basis == basis and d.expected and kind in (None, d.kind)]
 
 
-def _range_factors(ratios: list[float], pace: float) -> tuple[float, float]:
-    """The multipliers of an expected time that give the low and high end for a never-timed stage."""
+def _range_factors(done: list[_Done], pace: Paces, entry: dict) -> tuple[float, float]:
+    """The multipliers of a never-timed stage's expected time that give the low and high end: from the ratios of
+    the stages done of its kind (where it goes at its kind's pace), else of its basis."""
+    basis, kind = basis_of(entry) or MODEL, entry.get("kind")
+    ratios = _ratios(done, basis, kind if (basis, kind) in pace.kind else None)
+    return _spread(ratios, pace.of(entry))
+
+
+def _spread(ratios: list[float], pace: float) -> tuple[float, float]:
     if len(ratios) >= 2:
         return min(min(ratios), pace / LEAST_SPREAD), max(max(ratios), pace * LEAST_SPREAD)
     spread = ONE_SEEN_SPREAD if ratios else UNLEARNED_SPREAD
@@ -142,7 +184,6 @@ def forecast(plan: list[dict], records: list[dict], current: int, running: bool,
     done = done_stages(plan, records)
     here = plan[current]
     pace = paces(done, (here, so_far) if running else None)
-    factors = {basis: _range_factors(_ratios(done, basis), pace[basis]) for basis in (EARLIER, MODEL)}
     groups: dict[str, list[float]] = {}
     for d in done:
         groups.setdefault(group_of(d.stage), []).append(d.seconds)
@@ -163,8 +204,8 @@ def forecast(plan: list[dict], records: list[dict], current: int, running: bool,
             m = sum(d.seconds for d in done) / len(done)
             lo, hi = m / UNLEARNED_SPREAD, m * UNLEARNED_SPREAD
         else:
-            m = entry["seconds"] * pace[basis]
-            lo, hi = (m, m) if basis == EARLIER else (entry["seconds"] * f for f in factors[basis])
+            m = entry["seconds"] * pace.of(entry)
+            lo, hi = (m, m) if basis == EARLIER else (entry["seconds"] * f for f in _range_factors(done, pace, entry))
         if entry is here and running:
             m, lo, hi = (max(s - so_far, 0.0) for s in (m, lo, hi))
         timed += basis == EARLIER
