@@ -153,3 +153,18 @@ def test_a_local_task_named_by_a_file_is_refused(tmp_path, monkeypatch, capsys):
     code, err = _check(root, monkeypatch, capsys)
     assert code == 2 and err.count("\n") == 1, err
     assert "tasks.rte: data/raw/glue_data/RTE/train.tsv is a file, not the rte folder" in err, err
+
+
+def test_a_profile_is_checked_from_its_project(tmp_path, monkeypatch, capsys):
+    """`spanft check-params profiles/embedded.yaml` (before `spanft profile embedded`): its paths are the project's,
+    as DVC reads them once it is params.yaml, not the profiles/ folder's."""
+    root = _project(tmp_path, lambda tree: None)
+    shutil.copy(ROOT / "dvc.yaml", root / "dvc.yaml")
+    (root / "profiles").mkdir()
+    shutil.copy(ROOT / "profiles" / "embedded.yaml", root / "profiles" / "embedded.yaml")
+    monkeypatch.chdir(root)
+    assert main(["check-params", "profiles/embedded.yaml"]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    shutil.rmtree(root / "data" / "raw" / "glue_data" / "RTE")
+    assert main(["check-params", "profiles/embedded.yaml"]) == 2
+    assert "tasks.rte: data/raw/glue_data/RTE not found" in capsys.readouterr().err
