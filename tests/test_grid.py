@@ -14,6 +14,7 @@ from spanft import cli
 from spanft.errors import SpanftError
 from spanft.report.grid import (
     PAPER_GRID,
+    UNFINISHED,
     best_points,
     experiment_points,
     grid_command,
@@ -158,3 +159,89 @@ def test_the_grid_is_the_largest_set_of_equal_params():
     points = experiment_points(show)
     assert [name for name, _ in left_out(points, "glue")] == ["workspace"]
     assert "workspace" not in best_points(points, "glue")[0]["experiments"]
+
+
+def _running(show: list, name: str, lr, executor: str = "dvc-task") -> dict:
+    """A running experiment as `dvc exp show --json` (DVC 3.67) lists it: its workspace now, with its new params
+    and the metrics that were there before it ran (the baseline's: reports/ is committed), executor 'running'."""
+    stale = show[0]["data"]["metrics"]["reports/metrics.json"]["data"]["glue"]["tiny"]
+    rev = _rev(name, lr, stale)
+    if executor == "workspace":
+        rev["rev"] = "workspace"  # dvc exp run in the workspace: its state is the workspace's
+    experiment = {"name": name, "revs": [rev], "executor": {"state": "running", "name": executor, "local": None}}
+    show[1]["experiments"].append(experiment)
+    return experiment
+
+
+def test_a_running_experiment_is_no_grid_point_and_is_named():
+    """`spanft grid-report` while `dvc queue start` runs: the running experiment's metrics are the baseline's, so
+    its lr counted as a grid point with the baseline's score: one point too many, and '(tied with 1)' where no
+    run tied."""
+    show = exp_show()
+    for experiment in show[1]["experiments"]:
+        experiment["executor"] = {"state": "success", "name": "dvc-task", "local": None}
+    _running(show, "exp-r", 9e-05)
+    points = experiment_points(show)
+    rows = best_points(points, "glue")
+    assert all(9e-05 not in (r["hparams"]["lr"],) and "exp-r" not in r["experiments"] for r in rows)
+    assert {(r["task"], r["variant"]): r["points"] for r in rows}[("cola", "sf")] == 3
+    assert dict(left_out(points, "glue"))["exp-r"].startswith("still running")
+    assert "- exp-r: still running" in grid_markdown(rows, "glue", left_out(points, "glue"))
+
+
+def test_while_dvc_exp_run_runs_in_the_workspace_the_workspace_is_no_grid_point():
+    show = json.loads(json.dumps(exp_show()))  # each revision its own trees, as DVC writes them
+    show[0]["rev"] = "workspace"
+    _with(show[0], hparams={"cola": {"lr": 9e-05, "epochs": 3}, "mrpc": {"lr": 2e-05, "epochs": 3}})  # -S applied
+    _running(show, "exp-w", 9e-05, executor="workspace")
+    points = experiment_points(show)
+    assert {name for name, _ in left_out(points, "glue")} == {"workspace", "exp-w"}
+    assert all(r["hparams"]["lr"] != 9e-05 for r in best_points(points, "glue"))
+
+
+def test_real_running_experiment_is_left_out(tmp_path):
+    """What DVC lists while `dvc exp run --temp` runs: the running experiment with its new params and the
+    committed metrics of the baseline; grid-report must not score its lr with them."""
+    if shutil.which("dvc") is None:
+        pytest.skip("dvc is not installed")
+    import time
+
+    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    project, go = tmp_path / "p", tmp_path / "go"
+    project.mkdir()
+
+    def run(*args: str) -> str:
+        done = subprocess.run(args, cwd=project, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        assert done.returncode == 0, done.stderr[-2000:]
+        return done.stdout
+
+    (project / "params.yaml").write_text("hparams:\n  cola: {lr: 2.0e-5, epochs: 3}\n")
+    (project / "score.py").write_text(
+        "import json, os, sys, time, yaml\n"
+        "lr = float(yaml.safe_load(open('params.yaml'))['hparams']['cola']['lr'])\n"
+        f"while lr > 5e-5 and not os.path.exists({str(go)!r}) and time.sleep(0.2) is None: pass\n"
+        "json.dump({'glue': {'tiny': {'cola': {'baseline': lr * 1e4, 'sf': lr * 1e4}}}}, open('metrics.json', 'w'))\n")
+    (project / "dvc.yaml").write_text(
+        f"stages:\n  score:\n    cmd: {sys.executable} score.py\n    deps: [score.py]\n    params: [hparams.cola]\n"
+        "    metrics:\n      - metrics.json:\n          cache: false\n")
+    for command in (["git", "init", "-q"], ["dvc", "init", "-q"], ["dvc", "repro", "-q"], ["git", "add", "-A"],
+                    ["git", "commit", "-qm", "base"]):
+        run(*command)
+    running = subprocess.Popen(["dvc", "exp", "run", "--temp", "-q", "-S", "hparams.cola.lr=9e-5"], cwd=project,
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    try:
+        deadline, states = time.monotonic() + 120, []
+        while time.monotonic() < deadline and "running" not in states:
+            show = json.loads(run("dvc", "exp", "show", "--json"))
+            states = [(e.get("executor") or {}).get("state") for r in show for e in r.get("experiments") or []]
+            time.sleep(0.5)
+        assert "running" in states, show
+        points = experiment_points(show)
+        rows = best_points(points, "glue")
+        assert [r["hparams"]["lr"] for r in rows] == [pytest.approx(2e-5)] * 2, rows  # the baseline's alone
+        assert [(r["points"], r["tied"]) for r in rows] == [(1, 0)] * 2, rows  # lr 9e-5 scored nothing yet
+        assert [why for _, why in left_out(points, "glue")] == [UNFINISHED["running"]]
+    finally:
+        go.write_text("")
+        running.wait(timeout=120)

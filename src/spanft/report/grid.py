@@ -63,28 +63,48 @@ class Point:
     name: str
     params: dict
     metrics: dict
+    unfinished: str = ""  # why its metrics describe no run of its params (an experiment still running), or ""
+
+
+# ``dvc exp show --json`` lists an experiment that has not ended with its executor's state: a running one with
+# its workspace as it is now (its params, and the metrics that were there before it ran: the baseline's), a
+# queued one with its params alone. Neither is a grid point yet.
+UNFINISHED = {"running": "still running: the metrics shown are those its workspace held before it ran",
+              "queued": "queued: not run yet"}
+_WORKSPACE = "workspace"
 
 
 def experiment_points(exp_show: list) -> list[Point]:
-    """Every state ``dvc exp show --json`` lists (workspace, commits, their experiments) that has results."""
+    """Every state ``dvc exp show --json`` lists (workspace, commits, their experiments) that has results; an
+    experiment that has not ended (:data:`UNFINISHED`) is marked, and so is the workspace while a ``dvc exp run``
+    runs in it."""
     if not isinstance(exp_show, list):
         raise SpanftError("dvc exp show --json: expected a list of revisions")
+    entries = list(_entries(exp_show))
+    busy = any(state == "running" and where == _WORKSPACE for _, state, where in entries)
     points = []
-    for entry in _entries(exp_show):
+    for entry, state, _ in entries:
         data = entry.get("data") or {}
-        if entry.get("error") or not data:
+        if entry.get("error") or (not data and state not in UNFINISHED):
             continue
         rev = str(entry.get("rev", "?"))
         name = entry.get("name") or (rev[:7] if _COMMIT.match(rev) else rev)
-        points.append(Point(name, _merged(data.get("params")), _merged(data.get("metrics"))))
+        why = UNFINISHED.get(state or "", "")
+        if busy and rev == _WORKSPACE and not why:
+            why = "a dvc exp run is running in the workspace: its metrics are those from before that run"
+        points.append(Point(name, _merged(data.get("params")), _merged(data.get("metrics")), why))
     return points
 
 
-def _entries(exp_show: list) -> Iterator[dict]:
+def _entries(exp_show: list) -> Iterator[tuple[dict, str | None, str | None]]:
+    """``(revision, its executor's state, the executor's name)``: the state is None for the workspace and the
+    commits, "success", "running", "queued" or "failed" for an experiment."""
     for entry in exp_show:
-        yield entry
+        yield entry, None, None
         for experiment in entry.get("experiments") or []:
-            yield from (experiment.get("revs") or [])
+            executor = experiment.get("executor") or {}
+            for rev in experiment.get("revs") or []:
+                yield rev, executor.get("state"), executor.get("name")
 
 
 def _merged(files: dict | None) -> dict:
@@ -136,6 +156,7 @@ def task_grids(points: list[Point], study: str = "glue") -> dict[str, tuple[list
     run: merged, its score would be shared by a grid point it was never trained at.
     """
     grids = {}
+    points = [p for p in points if not p.unfinished]  # no grid point yet: named by left_out
     for task in dict.fromkeys(t for p in points for b in (p.metrics.get(study) or {}).values() for t in (b or {})):
         scored = [p for p in points if (p.params.get("hparams") or {}).get(task) is not None
                   and any(task in (b or {}) for b in (p.metrics.get(study) or {}).values())]
@@ -154,7 +175,7 @@ def task_grids(points: list[Point], study: str = "glue") -> dict[str, tuple[list
 
 def left_out(points: list[Point], study: str = "glue") -> list[tuple[str, str]]:
     """``(experiment, why)`` of every point some task's grid left out (:func:`task_grids`), each once."""
-    found: dict[str, str] = {}
+    found: dict[str, str] = {p.name: p.unfinished for p in points if p.unfinished}
     for _, left in task_grids(points, study).values():
         for name, why in left:
             found.setdefault(name, why)
@@ -209,7 +230,7 @@ def grid_markdown(rows: list[dict], study: str, left: Sequence[tuple[str, str]] 
               "by `dvc exp show`. A grid holds only experiments whose params equal the workspace's (or the largest "
               "such set) but for hparams.<task>.", ""]
     if left:
-        lines += ["Left out (other params than the grid's: another run, not a grid point):", ""]
+        lines += ["Left out (other params than the grid's: another run, not a grid point; or not ended yet):", ""]
         lines += [f"- {name}: {why}" for name, why in left] + [""]
     return "\n".join(lines)
 
