@@ -199,6 +199,21 @@ def test_while_dvc_exp_run_runs_in_the_workspace_the_workspace_is_no_grid_point(
     assert all(r["hparams"]["lr"] != 9e-05 for r in best_points(points, "glue"))
 
 
+def test_equal_params_with_other_scores_are_not_merged():
+    """The workspace's own `dvc repro` beside HEAD's committed reports (another machine's numbers): equal params,
+    other scores. Merged, 'workspace, main' would stand beside the workspace's score alone."""
+    show = json.loads(json.dumps(exp_show()))  # each revision its own trees, as DVC writes them
+    show[1]["data"]["metrics"]["reports/metrics.json"]["data"]["glue"]["tiny"]["cola"] = {"baseline": 0.36, "sf": 0.3}
+    rows = {(r["task"], r["variant"]): r for r in best_points(experiment_points(show), "glue")}
+    baseline = rows[("cola", "baseline")]
+    assert baseline["dev_score"] == 0.36 and baseline["experiments"] == ["main"] and baseline["points"] == 3
+    assert baseline["others"] == [("workspace", 0.30)]
+    assert "exp-a" not in baseline["experiments"]
+    text = grid_markdown([baseline], "glue")
+    assert "| 36.0 | 3 | epochs 3, lr 2e-05 | main; the same hyper-parameters scored otherwise in workspace (30.0) |" in text
+    assert rows[("cola", "sf")]["experiments"] == ["exp-b"] and rows[("cola", "sf")]["tied"] == 0
+
+
 def test_real_running_experiment_is_left_out(tmp_path):
     """What DVC lists while `dvc exp run --temp` runs: the running experiment with its new params and the
     committed metrics of the baseline; grid-report must not score its lr with them."""

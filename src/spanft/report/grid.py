@@ -119,21 +119,24 @@ def best_points(points: list[Point], study: str = "glue") -> list[dict]:
     """Per backbone, task and variant of ``study``: the grid point (``hparams.<task>``) with the best dev score.
 
     Only the points of the task's grid count (:func:`task_grids`: params equal but for ``hparams.<task>``).
-    Points with the same block are one grid point (the runs are deterministic): their names are listed
-    together. Ties keep the point listed first.
+    States with the same block and the same score are one grid point: their names are listed together. The
+    same block with another score (a commit whose committed reports another machine or other code made) is
+    not merged into it: the row names those states and their scores under ``others``. Ties keep the point
+    listed first.
     """
     results: dict[tuple[str, str, str], dict[str, dict]] = {}
     for task, (kept, _) in task_grids(points, study).items():
         for point in kept:
             block = _numbers(point.params["hparams"][task])
-            key = json.dumps(block, sort_keys=True)
             for backbone, tasks in (point.metrics.get(study) or {}).items():
                 scores = (tasks or {}).get(task)
                 if scores is None:
                     continue
                 for variant in VARIANTS:
+                    score = (scores or {}).get(variant)
+                    key = json.dumps([block, score], sort_keys=True, default=str)
                     seen = results.setdefault((backbone, task, variant), {})
-                    entry = seen.setdefault(key, {"hparams": block, "score": (scores or {}).get(variant), "names": []})
+                    entry = seen.setdefault(key, {"hparams": block, "score": score, "names": []})
                     entry["names"].append(point.name)
     rows = []
     for (backbone, task, variant), by_point in sorted(results.items()):
@@ -141,9 +144,14 @@ def best_points(points: list[Point], study: str = "glue") -> list[dict]:
         if not scored:
             continue
         best = max(scored, key=lambda e: e["score"])  # max keeps the first of equal scores
+        blocks = {json.dumps(e["hparams"], sort_keys=True, default=str) for e in scored}
+        others = [(name, e["score"]) for e in by_point.values() if e is not best and e["hparams"] == best["hparams"]
+                  for name in e["names"]]
         rows.append({"study": study, "backbone": backbone, "task": task, "variant": variant,
                      "dev_score": best["score"], "hparams": best["hparams"], "experiments": best["names"],
-                     "points": len(scored), "tied": sum(e["score"] == best["score"] for e in scored) - 1})
+                     "points": len(blocks), "tied": sum(e["score"] == best["score"] and e["hparams"] != best["hparams"]
+                                                        for e in scored),
+                     "others": others})
     return rows
 
 
@@ -221,8 +229,13 @@ def grid_markdown(rows: list[dict], study: str, left: Sequence[tuple[str, str]] 
     for row in rows:
         params = ", ".join(f"{k} {_format(v)}" for k, v in sorted(row["hparams"].items()))
         tie = f" (tied with {row['tied']})" if row["tied"] else ""
+        names = ", ".join(row["experiments"])
+        if row.get("others"):
+            names += "; the same hyper-parameters scored otherwise in " + ", ".join(
+                f"{name} ({100 * score:.1f})" if isinstance(score, (int, float)) else f"{name} (no score)"
+                for name, score in row["others"])
         lines.append(f"| {row['backbone']} | {row['task']} | {row['variant']} | {100 * row['dev_score']:.1f}{tie} | "
-                     f"{row['points']} | {params} | {', '.join(row['experiments'])} |")
+                     f"{row['points']} | {params} | {names} |")
     if not rows:
         lines.append("| — | — | — | — | 0 | no experiment has dev scores for this study | — |")
     lines += ["", "Dev scores: reports/metrics.json of each experiment (mean over seeds); the test sets are never "
