@@ -260,3 +260,17 @@ def test_real_running_experiment_is_left_out(tmp_path):
     finally:
         go.write_text("")
         running.wait(timeout=120)
+
+
+def test_an_experiment_that_changed_several_params_is_left_out_naming_each():
+    """`dvc exp run -S dict_size=... -S 'studies.glue.seeds=[1,2]'`: naming dict_size alone sends the user to
+    re-run at the grid's dict_size, and the experiment is left out again for its seeds."""
+    show = json.loads(json.dumps(exp_show()))
+    for rev in (show[0], show[1], *(e["revs"][0] for e in show[1]["experiments"])):
+        _with(rev, dict_size=1000, studies={"glue": {"seeds": [1]}})
+    other = _with(_rev("exp-d", 2e-05, {"cola": {"baseline": 0.99, "sf": 0.99}}), dict_size=100000,
+                  studies={"glue": {"seeds": [1, 2]}})
+    show[1]["experiments"].append({"name": "exp-d", "revs": [other]})
+    assert left_out(experiment_points(show), "glue") == [
+        ("exp-d", "dict_size=100000 (the grid's, as in workspace: 1000); "
+                  "studies.glue.seeds=[1, 2] (the grid's, as in workspace: [1])")]

@@ -195,17 +195,21 @@ def _rest(params: dict) -> dict:
     return {key: value for key, value in params.items() if key != "hparams"}
 
 
-def _difference(params: dict, reference: dict, reference_name: str, prefix: str = "") -> str:
-    """The first key where ``params`` differ from the grid's, as ``key=value (the grid's, as <name>: value)``."""
+def _difference(params: dict, reference: dict, reference_name: str) -> str:
+    """Every key where ``params`` differ from the grid's, as ``key=value (the grid's, as in <name>: value)``,
+    joined by "; " (an experiment that changed several params names them all)."""
+    return "; ".join(_differences(params, reference, reference_name))
+
+
+def _differences(params: dict, reference: dict, reference_name: str, prefix: str = "") -> list[str]:
+    found = []
     for key in [*reference, *(k for k in params if k not in reference)]:
         mine, theirs = params.get(key, "absent"), reference.get(key, "absent")
         if isinstance(mine, dict) and isinstance(theirs, dict):
-            found = _difference(mine, theirs, reference_name, f"{prefix}{key}.")
-            if found:
-                return found
+            found += _differences(mine, theirs, reference_name, f"{prefix}{key}.")
         elif mine != theirs:
-            return f"{prefix}{key}={mine} (the grid's, as in {reference_name}: {theirs})"
-    return ""
+            found.append(f"{prefix}{key}={mine} (the grid's, as in {reference_name}: {theirs})")
+    return found
 
 
 def _numbers(block: dict) -> dict:
