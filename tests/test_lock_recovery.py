@@ -189,6 +189,24 @@ def test_an_older_true_record_is_found_in_the_history(ran, tmp_path):
     assert records(project) == expected
 
 
+def test_a_value_the_cut_shortened_is_never_restored(ran, tmp_path):
+    """Cut inside the last record's last line, ``size: 33`` left as ``size: 3``: it still reads, and the record
+    (the last stage's, in no history: its lock write is the one cut) was restored with a size no file has."""
+    project = _copy(ran, tmp_path / "p")
+    whole = (project / "dvc.lock").read_text(encoding="utf-8")
+    true_size = (project / "out" / "f.txt").stat().st_size
+    at = whole.rindex(f"size: {true_size}\n")
+    assert whole.index("\n  f:\n") < at and true_size >= 10  # f's output, two digits: a cut leaves one
+    (project / "dvc.lock").write_text(whole[:at + len("size: ") + 1], encoding="utf-8")
+    said = recover(project)
+    assert "was cut" in said, said
+    sizes = [out.get("size") for out in records(project)["f"]["outs"]]
+    assert sizes in ([true_size], [None]), sizes
+    before = runs(project)
+    dvc(project, "repro")
+    assert runs(project) == before, "nothing trains again"
+
+
 def test_without_lock_or_history_it_says_so(tmp_path):
     project = small_project(tmp_path / "p")
     said = recover(project)

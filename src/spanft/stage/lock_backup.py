@@ -186,7 +186,7 @@ class Recovery:
     rwlock_reset: bool = False
 
     def lines(self) -> list[str]:
-        state = "read" if self.was_readable else "did not read (cut)"
+        state = "read" if self.was_readable else "was cut (it does not read, or ends mid-line)"
         said = [f"dvc.lock {state}: {len(self.kept)} record(s) kept as they were"]
         if self.nothing:
             said = [f"nothing to recover: no record in dvc.lock and no backup in {BACKUP_DIR} (each stage writes it "
@@ -279,8 +279,11 @@ def recover_lock(root: Path) -> Recovery:
         text = lock.read_text(encoding="utf-8") if lock.exists() else ""
     except (OSError, UnicodeDecodeError) as exc:
         raise SpanftError(f"{lock}: cannot read it ({exc}); move it aside and run `{RECOVER}` again") from None
-    current, history = split_records(text), read_history(root)
-    result = Recovery(was_readable=_whole_lock_reads(text), nothing=not current and not history)
+    current, history = split_records(complete_lines(text)), read_history(root)
+    cut = next(reversed(current), None) if text and not text.endswith("\n") else None  # the record it went through
+    # a lock that ends mid-line was cut, whether or not what is left reads (DVC ends every line it writes)
+    intact = (not text or text.endswith("\n")) and _whole_lock_reads(text)
+    result = Recovery(was_readable=intact, nothing=not current and not history)
     chosen: dict[str, str] = {}
     with _open_repo(root) as repo, _repo_locked(repo), dvc_logs_quiet():
         from dvc.dvcfile import ProjectFile
@@ -298,6 +301,8 @@ def recover_lock(root: Path) -> Recovery:
                 continue
             candidates = [*([current[name]] if name in current else []),
                           *(c for c in history.get(name, []) if c != current.get(name))]
+            if name == cut and len(candidates) > 1:  # the record the cut went through, its last line dropped:
+                candidates = [*candidates[1:], candidates[0]]  # a whole copy of it first
             found = _true_record(dvcfile, name, resolver.resolve_one(name)[name], candidates)
             if found is None and name in current and result.was_readable and _load_record(name, current[name]):
                 chosen[name] = current[name]  # DVC's own record, outputs not here (a fresh clone): as it was
@@ -317,6 +322,12 @@ def recover_lock(root: Path) -> Recovery:
     if result.written or result.restored:
         remember_lock(root)
     return result
+
+
+def complete_lines(text: str) -> str:
+    """``text`` up to its last line end: a line a stop cut short is no part of any record (``size: 12`` left of
+    ``size: 1234`` still reads, as another value). DVC ends every line it writes."""
+    return text[:text.rfind("\n") + 1]
 
 
 def _first(exc: BaseException) -> str:
