@@ -260,6 +260,34 @@ def test_while_another_dvc_holds_the_repo_lock_it_refuses_and_changes_nothing(ra
     assert done.returncode != 0 and done.stderr.count("\n") == 1 and "repo lock" in done.stderr, done.stderr
     assert (project / "dvc.lock").read_text(encoding="utf-8") == whole[:len(whole) // 2]
 
+def test_while_dvc_runs_a_stage_it_refuses_and_the_run_ends_well(ran, tmp_path):
+    """DVC lets go of its repo lock while a stage's command runs (dvc/stage/decorators.py: unlocked_repo), so the
+    repo-lock check does not see a `dvc repro` in the middle of a stage: the refusal came from DVC's own check
+    of a busy output ("stage c: DVC cannot check its outputs (... is busy, it is being blocked by:)", cut before
+    the process) and only where a record touched the running stage's paths. It names the process now, first."""
+    project = _copy(ran, tmp_path / "p")
+    (project / "mid.txt").write_text("mid 3\n", encoding="utf-8")  # c, e, f run again
+    before = runs(project)
+    lock = (project / "dvc.lock").read_text(encoding="utf-8")
+    repro = subprocess.Popen(["dvc", "repro"], cwd=project, env=_env(STAGE_SLEEP="12"), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while len(runs(project)) == len(before) and time.monotonic() < deadline:
+            time.sleep(0.1)  # until c has started its work
+        assert len(runs(project)) > len(before), "the stage did not start"
+        done = subprocess.run([sys.executable, "-m", "spanft.cli", "recover-lock"], cwd=project, env=_env(),
+                              capture_output=True, text=True)
+        during = (project / "dvc.lock").read_text(encoding="utf-8")
+    finally:
+        output = repro.communicate(timeout=300)[0]
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "dvc is running a stage here (pid " in done.stderr and "dvc.lock unchanged" in done.stderr, done.stderr
+    assert during == lock
+    assert repro.returncode == 0, output[-3000:]
+    assert runs(project)[len(before):] == ["c", "e", "f"]
+
+
 def test_a_readable_lock_whose_outputs_are_not_here_is_left_as_it_was(ran, tmp_path):
     """A fresh clone (no outputs checked out, no backup): every record stays, for dvc checkout / pull."""
     project = _copy(ran, tmp_path / "p")

@@ -337,7 +337,8 @@ def _first(exc: BaseException) -> str:
 def repair_rwlock(repo: Any) -> bool:
     """DVC's ``.dvc/tmp/rwlock`` (which process uses which output), written in place like the lock and cut by the
     same stop (every ``dvc repro`` then fails: "JSON structure is corrupted"), reset to no entry under DVC's own
-    guard of it. Only a live dvc's entries matter, and a cut file holds none that can be read. True if reset."""
+    guard of it. Only a live dvc's entries matter, and a cut file holds none that can be read. True if reset.
+    One that names a live dvc process is a stage running now: refused, in one line."""
     from dvc.lock import make_lock
 
     tmp = Path(repo.tmp_dir)
@@ -345,13 +346,37 @@ def repair_rwlock(repo: Any) -> bool:
     hardlink = repo.config["core"].get("hardlink_lock", False)
     with make_lock(str(tmp / "rwlock.lock"), tmp_dir=str(tmp), hardlink_lock=hardlink):
         try:
-            json.loads(path.read_text(encoding="utf-8"))
-            return False
+            tree = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return False
         except (ValueError, UnicodeDecodeError):
             write_atomically(path, "{}")
             return True
+        running = _running_stage(tree)
+        if running:  # DVC lets go of its repo lock while a stage's command runs: this is where it says so
+            raise SpanftError(f"dvc is running a stage here ({running}, noted in .dvc/tmp/rwlock): let it end "
+                              f"(or stop it), then run `{RECOVER}` again; dvc.lock unchanged")
+        return False
+
+
+def _running_stage(tree: Any) -> str | None:
+    """``pid N: its command`` of a live dvc process that DVC's rwlock notes as using a stage's paths, or None."""
+    import psutil
+
+    if not isinstance(tree, dict):
+        return None
+    writes = (tree.get("write") or {}).values() if isinstance(tree.get("write"), dict) else []
+    reads = (tree.get("read") or {}).values() if isinstance(tree.get("read"), dict) else []
+    for info in [*writes, *(i for infos in reads if isinstance(infos, list) for i in infos)]:
+        pid, command = (info.get("pid"), info.get("cmd")) if isinstance(info, dict) else (None, None)
+        if not isinstance(pid, int) or not isinstance(command, str) or pid == os.getpid():
+            continue
+        try:  # a pid the dvc that wrote it left behind (killed) may be another process's now
+            if " ".join(psutil.Process(pid).cmdline()).endswith(command):
+                return f"pid {pid}: {command}"
+        except psutil.Error:
+            continue
+    return None
 
 
 @contextlib.contextmanager
