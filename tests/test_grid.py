@@ -274,3 +274,30 @@ def test_an_experiment_that_changed_several_params_is_left_out_naming_each():
     assert left_out(experiment_points(show), "glue") == [
         ("exp-d", "dict_size=100000 (the grid's, as in workspace: 1000); "
                   "studies.glue.seeds=[1, 2] (the grid's, as in workspace: [1])")]
+
+
+@pytest.mark.parametrize("shape", [
+    [1],
+    [{"rev": "workspace", "experiments": 5}],
+    [{"rev": "workspace", "experiments": [{"revs": "x"}]}],
+    [{"rev": "workspace", "data": [1]}],
+], ids=["number", "experiments-number", "revs-text", "data-list"])
+def test_another_json_is_one_line(tmp_path, capsys, shape):
+    """A JSON list that is not `dvc exp show --json`'s (a user's other file): one line, no traceback."""
+    saved = tmp_path / "other.json"
+    saved.write_text(json.dumps(shape))
+    assert cli.main(["grid-report", str(saved)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("spanft: error: dvc exp show --json: ") and err.count("\n") == 1, err
+
+
+def test_odd_values_inside_a_revision_are_no_grid_point(tmp_path, capsys):
+    """A block or scores that are no mapping (a hand-edited params file, another metrics file) are left out."""
+    show = json.loads(json.dumps(exp_show()))
+    show[1]["experiments"][0]["revs"][0]["data"]["params"]["params.yaml"]["data"]["hparams"]["cola"] = "1e-5"
+    show[1]["experiments"][1]["revs"][0]["data"]["metrics"]["reports/metrics.json"]["data"]["glue"]["tiny"] = [1]
+    show[1]["data"]["metrics"]["other.json"] = {"data": [1, 2]}
+    saved = tmp_path / "grid.json"
+    saved.write_text(json.dumps(show))
+    assert cli.main(["grid-report", str(saved)]) == 0, capsys.readouterr().err
+    assert "| tiny | cola | sf | 32.0 | 1 | epochs 3, lr 2e-05 | workspace, main |" in capsys.readouterr().out

@@ -84,35 +84,69 @@ def experiment_points(exp_show: list) -> list[Point]:
     busy = any(state == "running" and where == _WORKSPACE for _, state, where in entries)
     points = []
     for entry, state, _ in entries:
-        data = entry.get("data") or {}
+        data = _object(entry.get("data") or {}, f"the 'data' of revision {entry.get('rev')!r}")
         if entry.get("error") or (not data and state not in UNFINISHED):
             continue
         rev = str(entry.get("rev", "?"))
-        name = entry.get("name") or (rev[:7] if _COMMIT.match(rev) else rev)
+        name = str(entry.get("name") or (rev[:7] if _COMMIT.match(rev) else rev))
         why = UNFINISHED.get(state or "", "")
         if busy and rev == _WORKSPACE and not why:
             why = "a dvc exp run is running in the workspace: its metrics are those from before that run"
-        points.append(Point(name, _merged(data.get("params")), _merged(data.get("metrics")), why))
+        points.append(Point(name, _blocks(_merged(data.get("params"))), _scores(_merged(data.get("metrics"))), why))
     return points
 
 
 def _entries(exp_show: list) -> Iterator[tuple[dict, str | None, str | None]]:
     """``(revision, its executor's state, the executor's name)``: the state is None for the workspace and the
-    commits, "success", "running", "queued" or "failed" for an experiment."""
-    for entry in exp_show:
+    commits, "success", "running", "queued" or "failed" for an experiment. Another shape is one error line."""
+    for number, entry in enumerate(exp_show, 1):
+        entry = _object(entry, f"revision {number}")
         yield entry, None, None
-        for experiment in entry.get("experiments") or []:
-            executor = experiment.get("executor") or {}
-            for rev in experiment.get("revs") or []:
-                yield rev, executor.get("state"), executor.get("name")
+        for experiment in _list(entry.get("experiments"), f"the experiments of revision {entry.get('rev')!r}"):
+            experiment = _object(experiment, f"an experiment of revision {entry.get('rev')!r}")
+            executor = experiment.get("executor") if isinstance(experiment.get("executor"), dict) else {}
+            for rev in _list(experiment.get("revs"), f"the revs of experiment {experiment.get('name')!r}"):
+                yield (_object(rev, f"a rev of experiment {experiment.get('name')!r}"), executor.get("state"),
+                       executor.get("name"))
 
 
-def _merged(files: dict | None) -> dict:
-    """The ``data`` trees of every params / metrics file, merged (the project has one of each)."""
+def _object(value: Any, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise SpanftError(f"dvc exp show --json: {where} is {type(value).__name__}, not an object (expected the "
+                          f"output of `dvc exp show --json`, DVC 3)")
+    return value
+
+
+def _list(value: Any, where: str) -> list:
+    if value is not None and not isinstance(value, list):
+        raise SpanftError(f"dvc exp show --json: {where} is {type(value).__name__}, not a list (expected the "
+                          f"output of `dvc exp show --json`, DVC 3)")
+    return value or []
+
+
+def _merged(files: Any) -> dict:
+    """The ``data`` trees of every params / metrics file, merged (the project has one of each); a file DVC
+    could not read (its ``error`` instead of ``data``) adds nothing."""
     merged: dict = {}
-    for content in (files or {}).values():
-        merged.update((content or {}).get("data") or {})
+    for content in (files.values() if isinstance(files, dict) else []):
+        data = content.get("data") if isinstance(content, dict) else None
+        merged.update(data if isinstance(data, dict) else {})
     return merged
+
+
+def _blocks(params: dict) -> dict:
+    """``params`` with only the ``hparams.<task>`` blocks that are mappings (another value is no grid point)."""
+    hparams = params.get("hparams")
+    blocks = {task: block for task, block in hparams.items() if isinstance(block, dict)} \
+        if isinstance(hparams, dict) else {}
+    return {**params, "hparams": blocks}
+
+
+def _scores(metrics: dict) -> dict:
+    """``{study: {backbone: {task: {variant: score}}}}``: the metrics' mappings at those depths, nothing else."""
+    return {study: {backbone: {task: scores for task, scores in tasks.items() if isinstance(scores, dict)}
+                    for backbone, tasks in backbones.items() if isinstance(tasks, dict)}
+            for study, backbones in metrics.items() if isinstance(backbones, dict)}
 
 
 def best_points(points: list[Point], study: str = "glue") -> list[dict]:
