@@ -288,6 +288,22 @@ def test_while_dvc_runs_a_stage_it_refuses_and_the_run_ends_well(ran, tmp_path):
     assert runs(project)[len(before):] == ["c", "e", "f"]
 
 
+@pytest.mark.parametrize("broken", ["stages:\n  a:\n    cmd: [python\n", "stages:\n  a:\n    outz: [x]\n",
+                                    "stages:\n  a:\n    foreach: ${nope}\n    do:\n      cmd: echo\n"],
+                         ids=["syntax", "schema", "template"])
+def test_a_dvc_yaml_dvc_cannot_read_is_one_line(ran, tmp_path, broken):
+    """A traceback (YAMLSyntaxError, YAMLValidationError, ResolveError) before; the lock untouched."""
+    project = _copy(ran, tmp_path / "p")
+    whole = (project / "dvc.lock").read_text(encoding="utf-8")
+    (project / "dvc.lock").write_text(whole[:len(whole) // 2], encoding="utf-8")
+    (project / "dvc.yaml").write_text(broken, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "spanft.cli", "recover-lock"], cwd=project, env=_env(),
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("spanft: error: dvc.yaml: DVC cannot read it (") and "Traceback" not in done.stderr
+    assert (project / "dvc.lock").read_text(encoding="utf-8") == whole[:len(whole) // 2]
+
+
 def test_a_readable_lock_whose_outputs_are_not_here_is_left_as_it_was(ran, tmp_path):
     """A fresh clone (no outputs checked out, no backup): every record stays, for dvc checkout / pull."""
     project = _copy(ran, tmp_path / "p")

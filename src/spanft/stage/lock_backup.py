@@ -20,7 +20,6 @@ again. Two pieces make that window harmless:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -28,9 +27,18 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from spanft.errors import SpanftError
+from spanft.stage.dvc_repo import (
+    RECOVER,
+    dvc_logs_quiet,
+    dvc_yaml_read,
+    first_line,
+    open_repo,
+    repo_locked,
+    running_stage,
+)
 
 log = logging.getLogger("spanft")
 
@@ -38,7 +46,6 @@ LOCK_FILE = "dvc.lock"
 BACKUP_DIR = ".dvc/tmp/spanft-lock"
 HISTORY = f"{BACKUP_DIR}/records.json"
 KEEP = 3  # distinct records per stage: a cut one read as newest never pushes the last true one out alone
-RECOVER = "spanft recover-lock"
 BROKEN_ADVICE = (f"a run stopped while DVC wrote it leaves it so: `{RECOVER}` restores every record whose outputs "
                  f"are still as recorded (docs/errors.md)")
 _HEADER = "schema: '2.0'\nstages:\n"
@@ -250,26 +257,13 @@ def _true_record(dvcfile: Any, name: str, resolved: dict, chunks: list[str]) -> 
         try:
             verdict = _verdict(stage)
         except Exception as exc:  # noqa: BLE001 - DVC cannot hash here: stop before writing anything
-            raise SpanftError(f"stage {name}: DVC cannot check its outputs ({_first(exc)}); dvc.lock unchanged") \
+            raise SpanftError(f"stage {name}: DVC cannot check its outputs ({first_line(exc)}); dvc.lock unchanged") \
                 from None
         if verdict == 2:
             return chunk
         if verdict == 1 and fallback is None:
             fallback = chunk
     return fallback
-
-
-@contextlib.contextmanager
-def dvc_logs_quiet() -> Iterator[None]:
-    """DVC's logger at warning level: it logs each changed dependency, and 'Stage ... is cached' even for a dry
-    run-cache lookup, at info level."""
-    dvc_log = logging.getLogger("dvc")
-    level = dvc_log.level
-    dvc_log.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        dvc_log.setLevel(level)
 
 
 def recover_lock(root: Path) -> Recovery:
@@ -285,15 +279,16 @@ def recover_lock(root: Path) -> Recovery:
     intact = (not text or text.endswith("\n")) and _whole_lock_reads(text)
     result = Recovery(was_readable=intact, nothing=not current and not history)
     chosen: dict[str, str] = {}
-    with _open_repo(root) as repo, _repo_locked(repo), dvc_logs_quiet():
+    with open_repo(root) as repo, repo_locked(repo), dvc_logs_quiet():
         from dvc.dvcfile import ProjectFile
 
         result.rwlock_reset = repair_rwlock(repo)
         if result.nothing:
             return result
         dvcfile = ProjectFile(repo, os.path.join(repo.root_dir, "dvc.yaml"))
-        resolver = dvcfile.resolver  # dvc.yaml alone: dvcfile.stages would read the lock being recovered
-        keys = set(resolver.get_keys())
+        with dvc_yaml_read():
+            resolver = dvcfile.resolver  # dvc.yaml alone: dvcfile.stages would read the lock being recovered
+            keys = set(resolver.get_keys())
         for name in [*current, *(n for n in history if n not in current)]:
             if name not in keys:
                 if name in current and _load_record(name, current[name]):
@@ -303,7 +298,9 @@ def recover_lock(root: Path) -> Recovery:
                           *(c for c in history.get(name, []) if c != current.get(name))]
             if name == cut and len(candidates) > 1:  # the record the cut went through, its last line dropped:
                 candidates = [*candidates[1:], candidates[0]]  # a whole copy of it first
-            found = _true_record(dvcfile, name, resolver.resolve_one(name)[name], candidates)
+            with dvc_yaml_read():
+                resolved = resolver.resolve_one(name)[name]
+            found = _true_record(dvcfile, name, resolved, candidates)
             if found is None and name in current and result.was_readable and _load_record(name, current[name]):
                 chosen[name] = current[name]  # DVC's own record, outputs not here (a fresh clone): as it was
                 result.unchecked.append(name)
@@ -330,10 +327,6 @@ def complete_lines(text: str) -> str:
     return text[:text.rfind("\n") + 1]
 
 
-def _first(exc: BaseException) -> str:
-    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-
-
 def repair_rwlock(repo: Any) -> bool:
     """DVC's ``.dvc/tmp/rwlock`` (which process uses which output), written in place like the lock and cut by the
     same stop (every ``dvc repro`` then fails: "JSON structure is corrupted"), reset to no entry under DVC's own
@@ -352,57 +345,11 @@ def repair_rwlock(repo: Any) -> bool:
         except (ValueError, UnicodeDecodeError):
             write_atomically(path, "{}")
             return True
-        running = _running_stage(tree)
+        running = running_stage(tree)
         if running:  # DVC lets go of its repo lock while a stage's command runs: this is where it says so
             raise SpanftError(f"dvc is running a stage here ({running}, noted in .dvc/tmp/rwlock): let it end "
                               f"(or stop it), then run `{RECOVER}` again; dvc.lock unchanged")
         return False
-
-
-def _running_stage(tree: Any) -> str | None:
-    """``pid N: its command`` of a live dvc process that DVC's rwlock notes as using a stage's paths, or None."""
-    import psutil
-
-    if not isinstance(tree, dict):
-        return None
-    writes = (tree.get("write") or {}).values() if isinstance(tree.get("write"), dict) else []
-    reads = (tree.get("read") or {}).values() if isinstance(tree.get("read"), dict) else []
-    for info in [*writes, *(i for infos in reads if isinstance(infos, list) for i in infos)]:
-        pid, command = (info.get("pid"), info.get("cmd")) if isinstance(info, dict) else (None, None)
-        if not isinstance(pid, int) or not isinstance(command, str) or pid == os.getpid():
-            continue
-        try:  # a pid the dvc that wrote it left behind (killed) may be another process's now
-            if " ".join(psutil.Process(pid).cmdline()).endswith(command):
-                return f"pid {pid}: {command}"
-        except psutil.Error:
-            continue
-    return None
-
-
-@contextlib.contextmanager
-def _open_repo(root: Path) -> Iterator[Any]:
-    """DVC's repo at ``root``'s real path, as the working directory (DVC resolves stage paths from there)."""
-    from dvc.repo import Repo
-
-    real = root.resolve()
-    with contextlib.chdir(real), Repo(str(real)) as repo:
-        yield repo
-
-
-@contextlib.contextmanager
-def _repo_locked(repo: Any) -> Iterator[None]:
-    """DVC's repo lock, or one line when another dvc holds it (a running ``dvc repro``)."""
-    from dvc.lock import LockError
-
-    try:
-        repo.lock.lock()
-    except LockError:
-        raise SpanftError("DVC's repo lock is held by another dvc process (a running dvc repro?): let it end "
-                          f"(or stop it), then run `{RECOVER}` again") from None
-    try:
-        yield
-    finally:
-        repo.lock.unlock()
 
 
 def _whole_lock_reads(text: str) -> bool:
