@@ -207,6 +207,27 @@ def test_a_value_the_cut_shortened_is_never_restored(ran, tmp_path):
     assert runs(project) == before, "nothing trains again"
 
 
+def test_the_records_of_stages_dvc_yaml_lacks_now_come_back(ran, tmp_path):
+    """Another profile's stages: DVC keeps their records in dvc.lock while dvc.yaml (its params) lacks them. A cut
+    that took them lost them for good, though every stage's start had kept them: back to that profile, they ran
+    again."""
+    project = _copy(ran, tmp_path / "p")
+    graph = (project / "dvc.yaml").read_text(encoding="utf-8")
+    whole = (project / "dvc.lock").read_text(encoding="utf-8")
+    stages = yaml.safe_load(graph)["stages"]
+    del stages["f"]  # params of another profile: no f
+    (project / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}, sort_keys=False), encoding="utf-8")
+    remember_lock(project)  # a stage's start, f's record in the lock
+    (project / "dvc.lock").write_text(whole[:whole.index("\n  f:\n") + 1], encoding="utf-8")  # cut before f
+    said = recover(project)
+    assert "stages dvc.yaml does not have now" in said and said.count(": f") == 1, said
+    (project / "dvc.yaml").write_text(graph, encoding="utf-8")  # back to the first profile
+    assert records(project)["f"] == yaml.safe_load(whole)["stages"]["f"]
+    before = runs(project)
+    dvc(project, "repro")
+    assert runs(project) == before, "f does not run again"
+
+
 def test_without_lock_or_history_it_says_so(tmp_path):
     project = small_project(tmp_path / "p")
     said = recover(project)

@@ -182,11 +182,13 @@ def check_lock_not_cut(lock: Path) -> None:
 class Recovery:
     """What :func:`recover_lock` did: stages kept as ``dvc.lock`` had them, restored (from the cut lock's
     readable part or the history), left as a readable lock had them though no candidate's outputs are as
-    recorded (DVC's own record: dropping it would lose what ``dvc checkout`` restores), dropped (the rest)."""
+    recorded (DVC's own record: dropping it would lose what ``dvc checkout`` restores), dropped (the rest);
+    ``others``: records of stages ``dvc.yaml`` lacks now, put back from the history as last written."""
     kept: list[str] = field(default_factory=list)
     restored: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)
     was_readable: bool = True
     written: bool = False
     nothing: bool = False
@@ -205,6 +207,10 @@ class Recovery:
             said.append(f"left {len(self.unchecked)} record(s) of the readable dvc.lock as they were, their outputs "
                         f"not as recorded (deleted, not checked out, changed: dvc status says): "
                         f"{', '.join(self.unchecked)}")
+        if self.others:
+            said.append(f"restored {len(self.others)} record(s) of stages dvc.yaml does not have now (another "
+                        f"profile's or params': DVC checks them when they come back) as last written: "
+                        f"{', '.join(self.others)}")
         if self.dropped:
             said.append(f"dropped {len(self.dropped)} record(s) whose outputs differ from every copy "
                         f"(dvc repro runs them, or restores them from the run-cache): {', '.join(self.dropped)}")
@@ -290,14 +296,17 @@ def recover_lock(root: Path) -> Recovery:
             resolver = dvcfile.resolver  # dvc.yaml alone: dvcfile.stages would read the lock being recovered
             keys = set(resolver.get_keys())
         for name in [*current, *(n for n in history if n not in current)]:
-            if name not in keys:
-                if name in current and _load_record(name, current[name]):
-                    chosen[name] = current[name]  # not a stage of dvc.yaml: DVC's own business, left as it was
-                continue
             candidates = [*([current[name]] if name in current else []),
                           *(c for c in history.get(name, []) if c != current.get(name))]
             if name == cut and len(candidates) > 1:  # the record the cut went through, its last line dropped:
                 candidates = [*candidates[1:], candidates[0]]  # a whole copy of it first
+            if name not in keys:  # no stage of dvc.yaml now (another profile's): DVC checks it if it comes back
+                other = next((c for c in candidates if _load_record(name, c)), None)
+                if other is not None:
+                    chosen[name] = other
+                    if other != current.get(name) or not result.was_readable:
+                        result.others.append(name)
+                continue
             with dvc_yaml_read():
                 resolved = resolver.resolve_one(name)[name]
             found = _true_record(dvcfile, name, resolved, candidates)
