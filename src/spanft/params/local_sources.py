@@ -33,7 +33,8 @@ def _missing_files(folder: Path, task: str | None) -> str | None:
     """What is wrong with a local source's folder for its reader (a task's train and dev files, the corpus'
     WikiText file), as ``lacks its cola validation file (dev.tsv)``; None when nothing is, or nothing is known."""
     if task == "corpus":
-        from spanft.data.corpus import WIKITEXT_TRAIN_FILES  # numpy: only for a local corpus
+        # numpy comes with it: imported for a local corpus only
+        from spanft.data.corpus import WIKITEXT_TRAIN_FILES
 
         if folder.is_file() or any((folder / name).is_file() for name in WIKITEXT_TRAIN_FILES):
             return None

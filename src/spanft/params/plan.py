@@ -19,7 +19,6 @@ section (:mod:`spanft.stage.dvc_yaml`) and the report's rows (:mod:`spanft.repor
 from __future__ import annotations
 
 import os
-
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
