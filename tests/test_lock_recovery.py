@@ -189,6 +189,45 @@ def test_an_older_true_record_is_found_in_the_history(ran, tmp_path):
     assert records(project) == expected
 
 
+def test_a_value_the_cut_shortened_is_never_restored(ran, tmp_path):
+    """Cut inside the last record's last line, ``size: 33`` left as ``size: 3``: it still reads, and the record
+    (the last stage's, in no history: its lock write is the one cut) was restored with a size no file has."""
+    project = _copy(ran, tmp_path / "p")
+    whole = (project / "dvc.lock").read_text(encoding="utf-8")
+    true_size = (project / "out" / "f.txt").stat().st_size
+    at = whole.rindex(f"size: {true_size}\n")
+    assert whole.index("\n  f:\n") < at and true_size >= 10  # f's output, two digits: a cut leaves one
+    (project / "dvc.lock").write_text(whole[:at + len("size: ") + 1], encoding="utf-8")
+    said = recover(project)
+    assert "was cut" in said, said
+    sizes = [out.get("size") for out in records(project)["f"]["outs"]]
+    assert sizes in ([true_size], [None]), sizes
+    before = runs(project)
+    dvc(project, "repro")
+    assert runs(project) == before, "nothing trains again"
+
+
+def test_the_records_of_stages_dvc_yaml_lacks_now_come_back(ran, tmp_path):
+    """Another profile's stages: DVC keeps their records in dvc.lock while dvc.yaml (its params) lacks them. A cut
+    that took them lost them for good, though every stage's start had kept them: back to that profile, they ran
+    again."""
+    project = _copy(ran, tmp_path / "p")
+    graph = (project / "dvc.yaml").read_text(encoding="utf-8")
+    whole = (project / "dvc.lock").read_text(encoding="utf-8")
+    stages = yaml.safe_load(graph)["stages"]
+    del stages["f"]  # params of another profile: no f
+    (project / "dvc.yaml").write_text(yaml.safe_dump({"stages": stages}, sort_keys=False), encoding="utf-8")
+    remember_lock(project)  # a stage's start, f's record in the lock
+    (project / "dvc.lock").write_text(whole[:whole.index("\n  f:\n") + 1], encoding="utf-8")  # cut before f
+    said = recover(project)
+    assert "stages dvc.yaml does not have now" in said and said.count(": f") == 1, said
+    (project / "dvc.yaml").write_text(graph, encoding="utf-8")  # back to the first profile
+    assert records(project)["f"] == yaml.safe_load(whole)["stages"]["f"]
+    before = runs(project)
+    dvc(project, "repro")
+    assert runs(project) == before, "f does not run again"
+
+
 def test_without_lock_or_history_it_says_so(tmp_path):
     project = small_project(tmp_path / "p")
     said = recover(project)
@@ -241,6 +280,50 @@ def test_while_another_dvc_holds_the_repo_lock_it_refuses_and_changes_nothing(ra
         repo.close()
     assert done.returncode != 0 and done.stderr.count("\n") == 1 and "repo lock" in done.stderr, done.stderr
     assert (project / "dvc.lock").read_text(encoding="utf-8") == whole[:len(whole) // 2]
+
+def test_while_dvc_runs_a_stage_it_refuses_and_the_run_ends_well(ran, tmp_path):
+    """DVC lets go of its repo lock while a stage's command runs (dvc/stage/decorators.py: unlocked_repo), so the
+    repo-lock check does not see a `dvc repro` in the middle of a stage: the refusal came from DVC's own check
+    of a busy output ("stage c: DVC cannot check its outputs (... is busy, it is being blocked by:)", cut before
+    the process) and only where a record touched the running stage's paths. It names the process now, first."""
+    project = _copy(ran, tmp_path / "p")
+    (project / "mid.txt").write_text("mid 3\n", encoding="utf-8")  # c, e, f run again
+    before = runs(project)
+    lock = (project / "dvc.lock").read_text(encoding="utf-8")
+    repro = subprocess.Popen(["dvc", "repro"], cwd=project, env=_env(STAGE_SLEEP="12"), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while len(runs(project)) == len(before) and time.monotonic() < deadline:
+            time.sleep(0.1)  # until c has started its work
+        assert len(runs(project)) > len(before), "the stage did not start"
+        done = subprocess.run([sys.executable, "-m", "spanft.cli", "recover-lock"], cwd=project, env=_env(),
+                              capture_output=True, text=True)
+        during = (project / "dvc.lock").read_text(encoding="utf-8")
+    finally:
+        output = repro.communicate(timeout=300)[0]
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert "dvc is running a stage here (pid " in done.stderr and "dvc.lock unchanged" in done.stderr, done.stderr
+    assert during == lock
+    assert repro.returncode == 0, output[-3000:]
+    assert runs(project)[len(before):] == ["c", "e", "f"]
+
+
+@pytest.mark.parametrize("broken", ["stages:\n  a:\n    cmd: [python\n", "stages:\n  a:\n    outz: [x]\n",
+                                    "stages:\n  a:\n    foreach: ${nope}\n    do:\n      cmd: echo\n"],
+                         ids=["syntax", "schema", "template"])
+def test_a_dvc_yaml_dvc_cannot_read_is_one_line(ran, tmp_path, broken):
+    """A traceback (YAMLSyntaxError, YAMLValidationError, ResolveError) before; the lock untouched."""
+    project = _copy(ran, tmp_path / "p")
+    whole = (project / "dvc.lock").read_text(encoding="utf-8")
+    (project / "dvc.lock").write_text(whole[:len(whole) // 2], encoding="utf-8")
+    (project / "dvc.yaml").write_text(broken, encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "spanft.cli", "recover-lock"], cwd=project, env=_env(),
+                          capture_output=True, text=True)
+    assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+    assert done.stderr.startswith("spanft: error: dvc.yaml: DVC cannot read it (") and "Traceback" not in done.stderr
+    assert (project / "dvc.lock").read_text(encoding="utf-8") == whole[:len(whole) // 2]
+
 
 def test_a_readable_lock_whose_outputs_are_not_here_is_left_as_it_was(ran, tmp_path):
     """A fresh clone (no outputs checked out, no backup): every record stays, for dvc checkout / pull."""

@@ -202,3 +202,21 @@ def test_no_stage_writes_the_readme():
             text = path.read_text(encoding="utf-8")
             assert "spanft.readme" not in text and "README.md" not in text, path
     assert "README" not in str(yaml.safe_load((ROOT / "dvc.yaml").read_text(encoding="utf-8")))  # comments aside
+
+
+def test_a_checkout_with_crlf_line_ends_is_up_to_date(tmp_path, capsys):
+    """Git for Windows' default `core.autocrlf true` checks out (and `git archive` writes) every text file with
+    CRLF: the README's blocks read the same, so `spanft readme --check` and the suite pass there too."""
+    root = _project(tmp_path, README)
+    _git(root, "init", "-q")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-qm", "committed reports")
+    _git(root, "config", "core.autocrlf", "true")
+    for path in [root / "README.md", *(root / "reports").rglob("*.md")]:
+        path.unlink()
+    _git(root, "checkout", "--", ".")
+    assert (root / "README.md").read_bytes().count(b"\r\n") == README.count("\n")  # the checkout is CRLF
+    for workspace in ([], ["--workspace"]):
+        assert main(["readme", "--check", "--root", str(root), *workspace]) == 0, capsys.readouterr().err
+        assert main(["readme", "--root", str(root), *workspace]) == 0
+        assert (root / "README.md").read_bytes() == README.replace("\n", "\r\n").encode("utf-8")

@@ -19,8 +19,10 @@ def add_check_params(sub: argparse._SubParsersAction) -> None:
 
 
 def check_params(args: argparse.Namespace) -> int:
-    plan = load_plan(args.file, check_sources=True)
-    check_lock_records(root=Path(args.file).parent)
+    from spanft.params.plan import project_of
+
+    plan = load_plan(args.file, check_sources=True)  # a profile's paths from its project, as after `spanft profile`
+    check_lock_records(root=project_of(args.file))
     print(f"{args.file}: ok (profile {plan.profile}, {len(plan.runs())} fine-tuning runs)")
     return 0
 

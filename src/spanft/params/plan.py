@@ -18,6 +18,7 @@ section (:mod:`spanft.stage.dvc_yaml`) and the report's rows (:mod:`spanft.repor
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from itertools import product
 from pathlib import Path
@@ -316,11 +317,22 @@ class Plan:
 
 def load_plan(path: str | Path = PARAMS_FILE, check_sources: bool = False) -> Plan:
     """The plan of a params file, after the full check (unknown keys, types, references): one-line errors.
-    ``check_sources``: its local sources must exist too (the project's params.yaml, paths from its folder)."""
+    ``check_sources``: its local sources must exist too, from the project it belongs to (:func:`project_of`)."""
     tree = check_params_file(path)
     if check_sources:
-        check_local_sources(tree, path, Path(path).parent)
+        check_local_sources(tree, path, project_of(path))
     return plan_from_tree(tree, str(path))
+
+
+def project_of(path: str | Path) -> Path:
+    """The project a params file belongs to, where DVC runs the stages and reads their paths from: the nearest
+    folder at or above the file's that holds ``dvc.yaml`` (``params.yaml`` itself, a profile under
+    ``profiles/``), else the file's folder."""
+    folder = Path(path).parent
+    for candidate in (folder, *Path(os.path.abspath(folder)).parents):
+        if (candidate / "dvc.yaml").is_file():
+            return candidate
+    return folder
 
 
 def plan_from_tree(tree: dict, origin: str = PARAMS_FILE) -> Plan:

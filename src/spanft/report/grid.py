@@ -63,57 +63,114 @@ class Point:
     name: str
     params: dict
     metrics: dict
+    unfinished: str = ""  # why its metrics describe no run of its params (an experiment still running), or ""
+
+
+# ``dvc exp show --json`` lists an experiment that has not ended with its executor's state: a running one with
+# its workspace as it is now (its params, and the metrics that were there before it ran: the baseline's), a
+# queued one with its params alone. Neither is a grid point yet.
+UNFINISHED = {"running": "still running: the metrics shown are those its workspace held before it ran",
+              "queued": "queued: not run yet"}
+_WORKSPACE = "workspace"
 
 
 def experiment_points(exp_show: list) -> list[Point]:
-    """Every state ``dvc exp show --json`` lists (workspace, commits, their experiments) that has results."""
+    """Every state ``dvc exp show --json`` lists (workspace, commits, their experiments) that has results; an
+    experiment that has not ended (:data:`UNFINISHED`) is marked, and so is the workspace while a ``dvc exp run``
+    runs in it."""
     if not isinstance(exp_show, list):
         raise SpanftError("dvc exp show --json: expected a list of revisions")
+    entries = list(_entries(exp_show))
+    busy = any(state == "running" and where == _WORKSPACE for _, state, where in entries)
     points = []
-    for entry in _entries(exp_show):
-        data = entry.get("data") or {}
-        if entry.get("error") or not data:
+    for entry, state, _ in entries:
+        data = _object(entry.get("data") or {}, f"the 'data' of revision {entry.get('rev')!r}")
+        if entry.get("error") or (not data and state not in UNFINISHED):
             continue
         rev = str(entry.get("rev", "?"))
-        name = entry.get("name") or (rev[:7] if _COMMIT.match(rev) else rev)
-        points.append(Point(name, _merged(data.get("params")), _merged(data.get("metrics"))))
+        name = str(entry.get("name") or (rev[:7] if _COMMIT.match(rev) else rev))
+        why = UNFINISHED.get(state or "", "")
+        if busy and rev == _WORKSPACE and not why:
+            why = "a dvc exp run is running in the workspace: its metrics are those from before that run"
+        points.append(Point(name, _blocks(_merged(data.get("params"))), _scores(_merged(data.get("metrics"))), why))
     return points
 
 
-def _entries(exp_show: list) -> Iterator[dict]:
-    for entry in exp_show:
-        yield entry
-        for experiment in entry.get("experiments") or []:
-            yield from (experiment.get("revs") or [])
+def _entries(exp_show: list) -> Iterator[tuple[dict, str | None, str | None]]:
+    """``(revision, its executor's state, the executor's name)``: the state is None for the workspace and the
+    commits, "success", "running", "queued" or "failed" for an experiment. Another shape is one error line."""
+    for number, entry in enumerate(exp_show, 1):
+        entry = _object(entry, f"revision {number}")
+        yield entry, None, None
+        for experiment in _list(entry.get("experiments"), f"the experiments of revision {entry.get('rev')!r}"):
+            experiment = _object(experiment, f"an experiment of revision {entry.get('rev')!r}")
+            executor = experiment.get("executor") if isinstance(experiment.get("executor"), dict) else {}
+            for rev in _list(experiment.get("revs"), f"the revs of experiment {experiment.get('name')!r}"):
+                yield (_object(rev, f"a rev of experiment {experiment.get('name')!r}"), executor.get("state"),
+                       executor.get("name"))
 
 
-def _merged(files: dict | None) -> dict:
-    """The ``data`` trees of every params / metrics file, merged (the project has one of each)."""
+def _object(value: Any, where: str) -> dict:
+    if not isinstance(value, dict):
+        raise SpanftError(f"dvc exp show --json: {where} is {type(value).__name__}, not an object (expected the "
+                          f"output of `dvc exp show --json`, DVC 3)")
+    return value
+
+
+def _list(value: Any, where: str) -> list:
+    if value is not None and not isinstance(value, list):
+        raise SpanftError(f"dvc exp show --json: {where} is {type(value).__name__}, not a list (expected the "
+                          f"output of `dvc exp show --json`, DVC 3)")
+    return value or []
+
+
+def _merged(files: Any) -> dict:
+    """The ``data`` trees of every params / metrics file, merged (the project has one of each); a file DVC
+    could not read (its ``error`` instead of ``data``) adds nothing."""
     merged: dict = {}
-    for content in (files or {}).values():
-        merged.update((content or {}).get("data") or {})
+    for content in (files.values() if isinstance(files, dict) else []):
+        data = content.get("data") if isinstance(content, dict) else None
+        merged.update(data if isinstance(data, dict) else {})
     return merged
+
+
+def _blocks(params: dict) -> dict:
+    """``params`` with only the ``hparams.<task>`` blocks that are mappings (another value is no grid point)."""
+    hparams = params.get("hparams")
+    blocks = {task: block for task, block in hparams.items() if isinstance(block, dict)} \
+        if isinstance(hparams, dict) else {}
+    return {**params, "hparams": blocks}
+
+
+def _scores(metrics: dict) -> dict:
+    """``{study: {backbone: {task: {variant: score}}}}``: the metrics' mappings at those depths, nothing else."""
+    return {study: {backbone: {task: scores for task, scores in tasks.items() if isinstance(scores, dict)}
+                    for backbone, tasks in backbones.items() if isinstance(tasks, dict)}
+            for study, backbones in metrics.items() if isinstance(backbones, dict)}
 
 
 def best_points(points: list[Point], study: str = "glue") -> list[dict]:
     """Per backbone, task and variant of ``study``: the grid point (``hparams.<task>``) with the best dev score.
 
     Only the points of the task's grid count (:func:`task_grids`: params equal but for ``hparams.<task>``).
-    Points with the same block are one grid point (the runs are deterministic): their names are listed
-    together. Ties keep the point listed first.
+    States with the same block and the same score are one grid point: their names are listed together. The
+    same block with another score (a commit whose committed reports another machine or other code made) is
+    not merged into it: the row names those states and their scores under ``others``. Ties keep the point
+    listed first.
     """
     results: dict[tuple[str, str, str], dict[str, dict]] = {}
     for task, (kept, _) in task_grids(points, study).items():
         for point in kept:
             block = _numbers(point.params["hparams"][task])
-            key = json.dumps(block, sort_keys=True)
             for backbone, tasks in (point.metrics.get(study) or {}).items():
                 scores = (tasks or {}).get(task)
                 if scores is None:
                     continue
                 for variant in VARIANTS:
+                    score = (scores or {}).get(variant)
+                    key = json.dumps([block, score], sort_keys=True, default=str)
                     seen = results.setdefault((backbone, task, variant), {})
-                    entry = seen.setdefault(key, {"hparams": block, "score": (scores or {}).get(variant), "names": []})
+                    entry = seen.setdefault(key, {"hparams": block, "score": score, "names": []})
                     entry["names"].append(point.name)
     rows = []
     for (backbone, task, variant), by_point in sorted(results.items()):
@@ -121,9 +178,14 @@ def best_points(points: list[Point], study: str = "glue") -> list[dict]:
         if not scored:
             continue
         best = max(scored, key=lambda e: e["score"])  # max keeps the first of equal scores
+        blocks = {json.dumps(e["hparams"], sort_keys=True, default=str) for e in scored}
+        others = [(name, e["score"]) for e in by_point.values() if e is not best and e["hparams"] == best["hparams"]
+                  for name in e["names"]]
         rows.append({"study": study, "backbone": backbone, "task": task, "variant": variant,
                      "dev_score": best["score"], "hparams": best["hparams"], "experiments": best["names"],
-                     "points": len(scored), "tied": sum(e["score"] == best["score"] for e in scored) - 1})
+                     "points": len(blocks), "tied": sum(e["score"] == best["score"] and e["hparams"] != best["hparams"]
+                                                        for e in scored),
+                     "others": others})
     return rows
 
 
@@ -136,6 +198,7 @@ def task_grids(points: list[Point], study: str = "glue") -> dict[str, tuple[list
     run: merged, its score would be shared by a grid point it was never trained at.
     """
     grids = {}
+    points = [p for p in points if not p.unfinished]  # no grid point yet: named by left_out
     for task in dict.fromkeys(t for p in points for b in (p.metrics.get(study) or {}).values() for t in (b or {})):
         scored = [p for p in points if (p.params.get("hparams") or {}).get(task) is not None
                   and any(task in (b or {}) for b in (p.metrics.get(study) or {}).values())]
@@ -154,7 +217,7 @@ def task_grids(points: list[Point], study: str = "glue") -> dict[str, tuple[list
 
 def left_out(points: list[Point], study: str = "glue") -> list[tuple[str, str]]:
     """``(experiment, why)`` of every point some task's grid left out (:func:`task_grids`), each once."""
-    found: dict[str, str] = {}
+    found: dict[str, str] = {p.name: p.unfinished for p in points if p.unfinished}
     for _, left in task_grids(points, study).values():
         for name, why in left:
             found.setdefault(name, why)
@@ -166,17 +229,21 @@ def _rest(params: dict) -> dict:
     return {key: value for key, value in params.items() if key != "hparams"}
 
 
-def _difference(params: dict, reference: dict, reference_name: str, prefix: str = "") -> str:
-    """The first key where ``params`` differ from the grid's, as ``key=value (the grid's, as <name>: value)``."""
+def _difference(params: dict, reference: dict, reference_name: str) -> str:
+    """Every key where ``params`` differ from the grid's, as ``key=value (the grid's, as in <name>: value)``,
+    joined by "; " (an experiment that changed several params names them all)."""
+    return "; ".join(_differences(params, reference, reference_name))
+
+
+def _differences(params: dict, reference: dict, reference_name: str, prefix: str = "") -> list[str]:
+    found = []
     for key in [*reference, *(k for k in params if k not in reference)]:
         mine, theirs = params.get(key, "absent"), reference.get(key, "absent")
         if isinstance(mine, dict) and isinstance(theirs, dict):
-            found = _difference(mine, theirs, reference_name, f"{prefix}{key}.")
-            if found:
-                return found
+            found += _differences(mine, theirs, reference_name, f"{prefix}{key}.")
         elif mine != theirs:
-            return f"{prefix}{key}={mine} (the grid's, as in {reference_name}: {theirs})"
-    return ""
+            found.append(f"{prefix}{key}={mine} (the grid's, as in {reference_name}: {theirs})")
+    return found
 
 
 def _numbers(block: dict) -> dict:
@@ -200,8 +267,13 @@ def grid_markdown(rows: list[dict], study: str, left: Sequence[tuple[str, str]] 
     for row in rows:
         params = ", ".join(f"{k} {_format(v)}" for k, v in sorted(row["hparams"].items()))
         tie = f" (tied with {row['tied']})" if row["tied"] else ""
+        names = ", ".join(row["experiments"])
+        if row.get("others"):
+            names += "; the same hyper-parameters scored otherwise in " + ", ".join(
+                f"{name} ({100 * score:.1f})" if isinstance(score, (int, float)) else f"{name} (no score)"
+                for name, score in row["others"])
         lines.append(f"| {row['backbone']} | {row['task']} | {row['variant']} | {100 * row['dev_score']:.1f}{tie} | "
-                     f"{row['points']} | {params} | {', '.join(row['experiments'])} |")
+                     f"{row['points']} | {params} | {names} |")
     if not rows:
         lines.append("| — | — | — | — | 0 | no experiment has dev scores for this study | — |")
     lines += ["", "Dev scores: reports/metrics.json of each experiment (mean over seeds); the test sets are never "
@@ -209,7 +281,7 @@ def grid_markdown(rows: list[dict], study: str, left: Sequence[tuple[str, str]] 
               "by `dvc exp show`. A grid holds only experiments whose params equal the workspace's (or the largest "
               "such set) but for hparams.<task>.", ""]
     if left:
-        lines += ["Left out (other params than the grid's: another run, not a grid point):", ""]
+        lines += ["Left out (other params than the grid's: another run, not a grid point; or not ended yet):", ""]
         lines += [f"- {name}: {why}" for name, why in left] + [""]
     return "\n".join(lines)
 

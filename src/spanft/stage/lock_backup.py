@@ -20,7 +20,6 @@ again. Two pieces make that window harmless:
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -28,9 +27,18 @@ import re
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from spanft.errors import SpanftError
+from spanft.stage.dvc_repo import (
+    RECOVER,
+    dvc_logs_quiet,
+    dvc_yaml_read,
+    first_line,
+    open_repo,
+    repo_locked,
+    running_stage,
+)
 
 log = logging.getLogger("spanft")
 
@@ -38,7 +46,6 @@ LOCK_FILE = "dvc.lock"
 BACKUP_DIR = ".dvc/tmp/spanft-lock"
 HISTORY = f"{BACKUP_DIR}/records.json"
 KEEP = 3  # distinct records per stage: a cut one read as newest never pushes the last true one out alone
-RECOVER = "spanft recover-lock"
 BROKEN_ADVICE = (f"a run stopped while DVC wrote it leaves it so: `{RECOVER}` restores every record whose outputs "
                  f"are still as recorded (docs/errors.md)")
 _HEADER = "schema: '2.0'\nstages:\n"
@@ -175,18 +182,20 @@ def check_lock_not_cut(lock: Path) -> None:
 class Recovery:
     """What :func:`recover_lock` did: stages kept as ``dvc.lock`` had them, restored (from the cut lock's
     readable part or the history), left as a readable lock had them though no candidate's outputs are as
-    recorded (DVC's own record: dropping it would lose what ``dvc checkout`` restores), dropped (the rest)."""
+    recorded (DVC's own record: dropping it would lose what ``dvc checkout`` restores), dropped (the rest);
+    ``others``: records of stages ``dvc.yaml`` lacks now, put back from the history as last written."""
     kept: list[str] = field(default_factory=list)
     restored: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     unchecked: list[str] = field(default_factory=list)
+    others: list[str] = field(default_factory=list)
     was_readable: bool = True
     written: bool = False
     nothing: bool = False
     rwlock_reset: bool = False
 
     def lines(self) -> list[str]:
-        state = "read" if self.was_readable else "did not read (cut)"
+        state = "read" if self.was_readable else "was cut (it does not read, or ends mid-line)"
         said = [f"dvc.lock {state}: {len(self.kept)} record(s) kept as they were"]
         if self.nothing:
             said = [f"nothing to recover: no record in dvc.lock and no backup in {BACKUP_DIR} (each stage writes it "
@@ -198,6 +207,10 @@ class Recovery:
             said.append(f"left {len(self.unchecked)} record(s) of the readable dvc.lock as they were, their outputs "
                         f"not as recorded (deleted, not checked out, changed: dvc status says): "
                         f"{', '.join(self.unchecked)}")
+        if self.others:
+            said.append(f"restored {len(self.others)} record(s) of stages dvc.yaml does not have now (another "
+                        f"profile's or params': DVC checks them when they come back) as last written: "
+                        f"{', '.join(self.others)}")
         if self.dropped:
             said.append(f"dropped {len(self.dropped)} record(s) whose outputs differ from every copy "
                         f"(dvc repro runs them, or restores them from the run-cache): {', '.join(self.dropped)}")
@@ -250,26 +263,13 @@ def _true_record(dvcfile: Any, name: str, resolved: dict, chunks: list[str]) -> 
         try:
             verdict = _verdict(stage)
         except Exception as exc:  # noqa: BLE001 - DVC cannot hash here: stop before writing anything
-            raise SpanftError(f"stage {name}: DVC cannot check its outputs ({_first(exc)}); dvc.lock unchanged") \
+            raise SpanftError(f"stage {name}: DVC cannot check its outputs ({first_line(exc)}); dvc.lock unchanged") \
                 from None
         if verdict == 2:
             return chunk
         if verdict == 1 and fallback is None:
             fallback = chunk
     return fallback
-
-
-@contextlib.contextmanager
-def dvc_logs_quiet() -> Iterator[None]:
-    """DVC's logger at warning level: it logs each changed dependency, and 'Stage ... is cached' even for a dry
-    run-cache lookup, at info level."""
-    dvc_log = logging.getLogger("dvc")
-    level = dvc_log.level
-    dvc_log.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        dvc_log.setLevel(level)
 
 
 def recover_lock(root: Path) -> Recovery:
@@ -279,26 +279,37 @@ def recover_lock(root: Path) -> Recovery:
         text = lock.read_text(encoding="utf-8") if lock.exists() else ""
     except (OSError, UnicodeDecodeError) as exc:
         raise SpanftError(f"{lock}: cannot read it ({exc}); move it aside and run `{RECOVER}` again") from None
-    current, history = split_records(text), read_history(root)
-    result = Recovery(was_readable=_whole_lock_reads(text), nothing=not current and not history)
+    current, history = split_records(complete_lines(text)), read_history(root)
+    cut = next(reversed(current), None) if text and not text.endswith("\n") else None  # the record it went through
+    # a lock that ends mid-line was cut, whether or not what is left reads (DVC ends every line it writes)
+    intact = (not text or text.endswith("\n")) and _whole_lock_reads(text)
+    result = Recovery(was_readable=intact, nothing=not current and not history)
     chosen: dict[str, str] = {}
-    with _open_repo(root) as repo, _repo_locked(repo), dvc_logs_quiet():
+    with open_repo(root) as repo, repo_locked(repo), dvc_logs_quiet():
         from dvc.dvcfile import ProjectFile
 
         result.rwlock_reset = repair_rwlock(repo)
         if result.nothing:
             return result
         dvcfile = ProjectFile(repo, os.path.join(repo.root_dir, "dvc.yaml"))
-        resolver = dvcfile.resolver  # dvc.yaml alone: dvcfile.stages would read the lock being recovered
-        keys = set(resolver.get_keys())
+        with dvc_yaml_read():
+            resolver = dvcfile.resolver  # dvc.yaml alone: dvcfile.stages would read the lock being recovered
+            keys = set(resolver.get_keys())
         for name in [*current, *(n for n in history if n not in current)]:
-            if name not in keys:
-                if name in current and _load_record(name, current[name]):
-                    chosen[name] = current[name]  # not a stage of dvc.yaml: DVC's own business, left as it was
-                continue
             candidates = [*([current[name]] if name in current else []),
                           *(c for c in history.get(name, []) if c != current.get(name))]
-            found = _true_record(dvcfile, name, resolver.resolve_one(name)[name], candidates)
+            if name == cut and len(candidates) > 1:  # the record the cut went through, its last line dropped:
+                candidates = [*candidates[1:], candidates[0]]  # a whole copy of it first
+            if name not in keys:  # no stage of dvc.yaml now (another profile's): DVC checks it if it comes back
+                other = next((c for c in candidates if _load_record(name, c)), None)
+                if other is not None:
+                    chosen[name] = other
+                    if other != current.get(name) or not result.was_readable:
+                        result.others.append(name)
+                continue
+            with dvc_yaml_read():
+                resolved = resolver.resolve_one(name)[name]
+            found = _true_record(dvcfile, name, resolved, candidates)
             if found is None and name in current and result.was_readable and _load_record(name, current[name]):
                 chosen[name] = current[name]  # DVC's own record, outputs not here (a fresh clone): as it was
                 result.unchecked.append(name)
@@ -319,14 +330,17 @@ def recover_lock(root: Path) -> Recovery:
     return result
 
 
-def _first(exc: BaseException) -> str:
-    return next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+def complete_lines(text: str) -> str:
+    """``text`` up to its last line end: a line a stop cut short is no part of any record (``size: 12`` left of
+    ``size: 1234`` still reads, as another value). DVC ends every line it writes."""
+    return text[:text.rfind("\n") + 1]
 
 
 def repair_rwlock(repo: Any) -> bool:
     """DVC's ``.dvc/tmp/rwlock`` (which process uses which output), written in place like the lock and cut by the
     same stop (every ``dvc repro`` then fails: "JSON structure is corrupted"), reset to no entry under DVC's own
-    guard of it. Only a live dvc's entries matter, and a cut file holds none that can be read. True if reset."""
+    guard of it. Only a live dvc's entries matter, and a cut file holds none that can be read. True if reset.
+    One that names a live dvc process is a stage running now: refused, in one line."""
     from dvc.lock import make_lock
 
     tmp = Path(repo.tmp_dir)
@@ -334,39 +348,17 @@ def repair_rwlock(repo: Any) -> bool:
     hardlink = repo.config["core"].get("hardlink_lock", False)
     with make_lock(str(tmp / "rwlock.lock"), tmp_dir=str(tmp), hardlink_lock=hardlink):
         try:
-            json.loads(path.read_text(encoding="utf-8"))
-            return False
+            tree = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return False
         except (ValueError, UnicodeDecodeError):
             write_atomically(path, "{}")
             return True
-
-
-@contextlib.contextmanager
-def _open_repo(root: Path) -> Iterator[Any]:
-    """DVC's repo at ``root``'s real path, as the working directory (DVC resolves stage paths from there)."""
-    from dvc.repo import Repo
-
-    real = root.resolve()
-    with contextlib.chdir(real), Repo(str(real)) as repo:
-        yield repo
-
-
-@contextlib.contextmanager
-def _repo_locked(repo: Any) -> Iterator[None]:
-    """DVC's repo lock, or one line when another dvc holds it (a running ``dvc repro``)."""
-    from dvc.lock import LockError
-
-    try:
-        repo.lock.lock()
-    except LockError:
-        raise SpanftError("DVC's repo lock is held by another dvc process (a running dvc repro?): let it end "
-                          f"(or stop it), then run `{RECOVER}` again") from None
-    try:
-        yield
-    finally:
-        repo.lock.unlock()
+        running = running_stage(tree)
+        if running:  # DVC lets go of its repo lock while a stage's command runs: this is where it says so
+            raise SpanftError(f"dvc is running a stage here ({running}, noted in .dvc/tmp/rwlock): let it end "
+                              f"(or stop it), then run `{RECOVER}` again; dvc.lock unchanged")
+        return False
 
 
 def _whole_lock_reads(text: str) -> bool:
