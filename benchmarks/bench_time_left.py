@@ -1,6 +1,6 @@
 """How true the time left is: each forecast at 10%, 50% and 90% of the way against the actual end.
 
-    python benchmarks/bench_time_left.py [--reduced] [--cases quiet,loaded] [--dict-size N] [--work DIR] [--exp-only]
+    python benchmarks/bench_time_left.py [--reduced] [--cases quiet,loaded] [--dict-size N] [--work DIR] [--repro-only | --exp-only]
     python benchmarks/bench_time_left.py --from DIR [--fractions F,...]   # again, from an earlier call's logs
     python benchmarks/bench_time_left.py --log FILE [--start EPOCH] [--end EPOCH] [--fractions F,...]
 
@@ -225,6 +225,8 @@ def main() -> int:
     parser.add_argument("--work", type=Path, default=None, help="folder for the projects (default: a temporary one)")
     parser.add_argument("--exp-only", action="store_true", help="only the dvc exp run, in the projects --work holds "
                         "from an earlier call (their repro done)")
+    parser.add_argument("--repro-only", action="store_true", help="only the dvc repro, in fresh projects (a later "
+                        "--exp-only call runs the exp in them: a project's outputs can be kept in between)")
     parser.add_argument("--from", dest="again", type=Path, default=None, metavar="DIR",
                         help="no run: every case of an earlier call (its --work folder), computed again")
     parser.add_argument("--log", type=Path, default=None, help="no run: one session log's forecasts")
@@ -233,6 +235,8 @@ def main() -> int:
     parser.add_argument("--fractions", default=None, help="with --from or --log: the fractions of the way to "
                         "forecast at, e.g. 0.5,0.6,0.7,0.8,0.9 (default: 0.1,0.5,0.9)")
     args = parser.parse_args()
+    if args.repro_only and args.exp_only:
+        sys.exit("bench_time_left: --repro-only and --exp-only: one or the other")
     if args.again is not None and args.log is not None:
         sys.exit("bench_time_left: --from and --log: one or the other")
     if (args.start is not None or args.end is not None) and args.log is None:
@@ -269,7 +273,7 @@ def run_cases(args: argparse.Namespace) -> int:
     runs = [("repro", ["dvc", "repro"]), ("exp", ["dvc", "exp", "run", "-S", f"dict_size={dict_size}"])]
     for case in cases:
         project = work / case if args.exp_only else new_project(work, case, args.reduced)
-        for name, command in runs[1:] if args.exp_only else runs:
+        for name, command in runs[1:] if args.exp_only else runs[:1] if args.repro_only else runs:
             label = f"{case} {name}"
             start, end = timed_run(command, project, work / f"{case}-{name}.log", case == "loaded")
             log, started = session_log(project, start, work / f"{case}-{name}.jsonl")
