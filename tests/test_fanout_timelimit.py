@@ -117,7 +117,8 @@ def test_a_time_limit_at_the_preflights_smallest_still_finishes_every_run_as_if_
                        (reference / run / "predictions" / split).read_text()
             out, err = job_out(project, stage)
             requeued += out.count("Requeued job")
-            saved = [int(step) for step in re.findall(r"time-limit signal: the training saved checkpoint-(\d+)", out)]
+            saved = [int(step) for step in re.findall(r"time-limit signal[^:]*: the training saved checkpoint-(\d+)", out)]
+            print(stage, re.findall(r"time-limit signal \(([^)]*)\)", out))  # each allocation's timeline
             starts = [0, *(int(step) for step in re.findall(r"resuming from \S*checkpoint-(\d+)", err))]
             print(stage, "allocations started at steps", starts, "saved on the signal at", saved)
             # every allocation the limit ended saved on the signal, past where it started

@@ -105,3 +105,11 @@ def test_the_training_says_when_it_began(tmp_path):
     finally:
         triggers.on_train_end(None, state, None)
     assert not told.exists()
+
+
+def test_the_jobs_log_says_where_the_allocation_stood_at_the_signal(tmp_path):
+    told = tmp_path / "signal.json"
+    watch = startups.Watch(told, tmp_path / startups.RECORD, "slurm", "glue_sf@x", "3_0", time.time() - 100)
+    assert watch.timeline() == "100 s into the allocation, its training not begun"
+    _signal_file(told, watch.started + 61)
+    assert watch.timeline() == "100 s into the allocation, its training began at 61 s"

@@ -139,11 +139,13 @@ class StageJob(Checkpointable):
         """The time-limit signal (or a pre-emption's): the training saves at its next step, then submitit
         requeues this job (:mod:`spanft.cluster.timelimit`)."""
         watch = startups.current()
+        when = ""
         if watch is not None:
             watch.signalled()  # a training not begun yet: this allocation's start-up took all of its time
+            when = f" ({watch.timeline()})"
         budget = wait_budget_s(self.signal_delay_s, time_left_s())
         said = save_before_requeue(Path(self.workspace) / SIGNAL_FILE, time_limit_signal(), budget)
-        print(f"spanft fanout job: time-limit signal: {said}; requeueing", flush=True)
+        print(f"spanft fanout job: time-limit signal{when}: {said}; requeueing", flush=True)
         return super().checkpoint(*args, **kwargs)
 
     @staticmethod

@@ -151,6 +151,13 @@ class Watch:
     def stop(self) -> None:
         self._done.set()
 
+    def timeline(self) -> str:
+        """Where the allocation stands, for the job's log: its time so far, and when its training began."""
+        started, began = self._start(), training_began(self.signal_file)
+        trained = f", its training began at {began - started:.0f} s" if began is not None and began >= started - 1 \
+            else ", its training not begun"
+        return f"{time.time() - started:.0f} s into the allocation{trained}"
+
 
 def training_began(signal_file: Path) -> float | None:
     """When the training that listens in ``signal_file`` began (epoch seconds), or None."""
