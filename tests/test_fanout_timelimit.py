@@ -8,7 +8,8 @@ which each allocation records in the job folder (spanft.cluster.startups). Their
 dropped, so that the same runs are stale again, and the pre-flight is asked for the smallest limit it takes
 (`--time-min 1` is refused, naming it); the runs are sent again at exactly that limit. The signal makes the
 training save at its next step before submitit requeues the job (the job's log says which checkpoint), so every
-allocation ends with a checkpoint later than the one it started from. SLURM holds a requeued job for two
+allocation ends with a checkpoint later than the one it started from, after at least one checkpoint interval of
+training (the job's log says when, in the allocation, its training began and the signal came). SLURM holds a requeued job for two
 minutes before it may start again; the test lets it start at once (`scontrol update StartTime=now`), which
 changes nothing the jobs see. The runs must end with the metrics, the history (training loss included) and the
 predictions of the uninterrupted runs.
@@ -31,7 +32,7 @@ from spanft.cluster import startups
 
 RUNS = {"glue_baseline@tiny-cola-1": "data/runs/glue/tiny/cola/baseline/seed1",
         "glue_sf@tiny-cola-1": "data/runs/glue/tiny/cola/sf/seed1"}
-TRAIN_SIZE = 40000  # one epoch of CoLA: a few allocations' training at the smallest limit
+TRAIN_SIZE = 120000  # one epoch of CoLA: more than one allocation trains at the smallest limit, even on a quiet machine
 SLURM_ARGS = ["--executor", "slurm", "--jobs", "2", "--cpus", "1", "--mem-gb", "2"]
 
 
@@ -58,7 +59,7 @@ def start_requeued_jobs_at_once(env: dict, stop: threading.Event) -> None:
 
 
 def job_out(project: Path, stage: str) -> tuple[str, str]:
-    """The job's .out and .err of the latest submission."""
+    """The job's .out and .err, of the latest submission."""
     log = Path(manifest(project)[stage][1])
     return log.with_suffix(".out").read_text(encoding="utf-8"), log.read_text(encoding="utf-8")
 
@@ -106,25 +107,26 @@ def test_a_time_limit_at_the_preflights_smallest_still_finishes_every_run_as_if_
             hurry.join()
         assert code == 0, output
         assert f"the smallest limit that leaves one checkpoint interval: --time-min {minimum}" in output
-        requeued, resumed = 0, []
+        requeued = 0
         for stage, run in RUNS.items():
             ours, theirs = (json.loads((p / run / "metrics.json").read_text()) for p in (project, reference))
-            resumed.append(ours["resumed_from"])
             for key in ("metrics", "eval_loss", "best_epoch", "history"):
                 assert ours[key] == theirs[key], (stage, key)
             for split in ("validation.tsv", "test.tsv"):
                 assert (project / run / "predictions" / split).read_text() == \
                        (reference / run / "predictions" / split).read_text()
-            out, err = job_out(project, stage)
+            out = job_out(project, stage)[0]
             requeued += out.count("Requeued job")
             saved = [int(step) for step in re.findall(r"time-limit signal[^:]*: the training saved checkpoint-(\d+)", out)]
-            print(stage, re.findall(r"time-limit signal \(([^)]*)\)", out))  # each allocation's timeline
-            starts = [0, *(int(step) for step in re.findall(r"resuming from \S*checkpoint-(\d+)", err))]
-            print(stage, "allocations started at steps", starts, "saved on the signal at", saved)
-            # every allocation the limit ended saved on the signal, past where it started
-            assert len(saved) == out.count("Requeued job") and all(a < b for a, b in zip(starts, saved)), \
-                (stage, starts, saved)
-        assert requeued >= 1 and any(resumed), (requeued, resumed)  # stopped by the limit, resumed mid-epoch
+            timeline = [(int(at), int(began)) for at, began in re.findall(
+                r"time-limit signal \((\d+) s into the allocation, its training began at (\d+) s\)", out)]
+            print(stage, "signals (s into the allocation, training began at):", timeline, "saved:", saved)
+            # every allocation the limit ended saved on the signal, past where the one before it saved
+            assert len(saved) == out.count("Requeued job") and all(a < b for a, b in zip([0, *saved], saved)), saved
+            assert ours["resumed_from"] == (f"checkpoint-{saved[-1]}" if saved else None)
+            # ... and trained at least one checkpoint interval before the signal: the limit fits, as the check said
+            assert len(timeline) == len(saved) and all(at - began >= 40 for at, began in timeline), timeline
+        assert requeued >= 1  # stopped by the limit, resumed mid-epoch
         print("start-ups at the smallest limit (s):", [(int(row[5]), row[6]) for row in recorded(project)[2:]])
     finally:
         subprocess.run(["bash", str(SLURM_SCRIPT), "stop", str(folder)], check=False)
