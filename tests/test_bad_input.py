@@ -565,8 +565,8 @@ CASES = [
          "--jobs must be at least 1, found 0"),
     Case("params: values", "fanout-time-limit", "a job time limit shorter than a job's start-up and one checkpoint",
          params_with(lambda tree: None), ["fanout", "--executor", "local", "--time-min", "1"],
-         "cluster.time_min 1: a job has 60 s, less the time-limit signal's lead (0 s, cluster.signal_delay_s) and "
-         "its start-up (~60 s, cluster.startup_s) leaves 0 s to train"),
+         "cluster.time_min 1: 60 s less the signal's lead (0 s, signal_delay_s) and the start-up (~60 s, "
+         "cluster.startup_s) leaves 0 s to train"),
     Case("params: values", "dropout", "dropout 1.0", params_with(lambda tree: tree["hparams"].update(cola={**tree["hparams"]["cola"], "dropout": 1.0})),
          ["check-params"], "hparams.cola.dropout: must satisfy 0 <= dropout < 1, found 1.0"),
     Case("params: values", "max-span-len", "max_span_len 0", params_with(lambda tree: tree["hparams"].update(cola={**tree["hparams"]["cola"], "max_span_len": 0})),

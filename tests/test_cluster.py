@@ -534,7 +534,7 @@ def test_a_time_limit_that_leaves_no_checkpoint_interval_is_refused(minutes, del
 
     settings = ClusterSettings(time_min=minutes, signal_delay_s=delay, startup_s=startup, checkpoint_every_s=every)
     if refused:
-        with pytest.raises(SpanftError, match=rf"cluster.time_min {minutes}: a job has {minutes * 60} s, .*"
+        with pytest.raises(SpanftError, match=rf"cluster.time_min {minutes}: {minutes * 60} s less .*"
                                               rf"leaves {minutes * 60 - delay - 30 - startup} s to train"):
             check_time_limit(settings, "slurm")
     else:
@@ -627,8 +627,8 @@ def test_a_job_that_timed_out_too_often_says_how_far_it_got_and_what_to_change(t
     (tmp_path / "9_0_result.pkl").write_bytes(b"")
     entry = Submitted("glue_sf@tiny-cola-1", _Finished(tmp_path, error), workspace=str(tmp_path / "none"))
     said = outcome(entry, {})
-    assert "with no checkpoint written (each allocation ended before the first): raise cluster.time_min (and " \
-           "cluster.startup_s to the real start-up" in said and "(it resumes)" not in said
+    assert "with no checkpoint written (each allocation ended before the first): raise cluster.time_min past the " \
+           "start-up; spanft fanout counts the start-up these allocations recorded" in said and "(it resumes)" not in said
 
 
 @pytest.mark.parametrize("err, out, free, said", [

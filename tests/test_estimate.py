@@ -182,3 +182,14 @@ def test_plan_says_from_how_many_jobs_at_once_the_fanout_beats_serial(startup):
         assert f"faster than serial from {wins[0]} jobs at once" in line, line
     else:
         assert "never faster than serial" in line and "use dvc repro" in line, line
+
+
+def test_plan_counts_the_start_up_the_jobs_recorded_where_it_is_longer(tmp_path):
+    tree = copy.deepcopy(EMBEDDED)
+    tree["cluster"].update({"startup_s": 1, "folder": str(tmp_path)})
+    (tmp_path / "startups.tsv").write_text("1700000000\tlocal\tglue_sf@x\t42\tn1\t3600\ttrained\n")
+    line = next(line for line in estimate_lines(_plan(tree), ROOT, "t.yaml") if line.startswith("  CPU: serial"))
+    tree["cluster"].update({"startup_s": 3600, "folder": str(tmp_path / "none")})
+    guessed = next(line for line in estimate_lines(_plan(tree), ROOT, "t.yaml") if line.startswith("  CPU: serial"))
+    assert "(3600 s start-up a job, the slowest of the jobs' recent start-ups in " in line
+    assert line.split(" start-up a job")[0] == guessed.split(" start-up a job")[0]  # the same figures

@@ -255,7 +255,7 @@ def test_on_slurm_nothing_is_spent_before_the_checks_and_no_finished_run_is_lost
     dead.write_text(re.sub(r"(?m)^SlurmctldPort=.*$", "SlurmctldPort=1", Path(slurm["SLURM_CONF"]).read_text()))
     refusals = [
         (env_for(project, {"SLURM_CONF": str(dead)}), [], "SLURM does not answer: squeue --me failed"),
-        (env, ["--time-min", "1"], "cluster.time_min 1: a job has 60 s, less the time-limit signal's lead (120 s, cluster.signal_delay_s + 30 s"),
+        (env, ["--time-min", "1"], "cluster.time_min 1: 60 s less the signal's lead (120 s, signal_delay_s + 30 s of SLURM's cycle)"),
     ]
     dvc(project, "cache", "dir", "--local", "/sys/fs/spanft-cache")  # a cache nobody can write, not even root
     code, output = run_fanout(project, args, env)

@@ -215,3 +215,14 @@ def test_two_heads_on_one_cache_train_each_run_once_and_a_killed_one_is_taken_ov
     assert "1 training stages to send" in again.stdout + again.stderr
     assert sorted(_sent(heads[0]) + _sent(heads[1])) == sorted([*TRAINING, KILLED])
     assert not list((shared / "spanft-claims").glob("*.json"))  # every claim released once its run was saved
+
+
+def test_the_refusal_keeps_every_changed_job_and_the_way_out_in_its_one_line(tmp_path):
+    from spanft.cluster.tracking import Active
+    from spanft.cluster.watching import ChangedStages
+    from spanft.errors import MAX_LINE, one_line
+
+    changed = [(name, Active(job, "slurm", tmp_path)) for name, job in (
+        ("glue_baseline@tiny-mrpc-1", "12345_3"), ("glue_sf@tiny-mrpc-1", "12345_4"), ("step_cost", "12345_5"))]
+    line = one_line(ChangedStages(changed).args[0], MAX_LINE - len("spanft: error: "))
+    assert all(f"{name} (job {entry.job})" in line for name, entry in changed) and "--cancel-changed" in line, line

@@ -118,8 +118,8 @@ def exit_words(code: int) -> str:
 def timed_out(stage: str, times: int, progress: str, checkpointed: bool) -> str:
     """A job out of requeues: what to raise; "it resumes" only for a stage that keeps checkpoints."""
     if checkpointed and "no checkpoint" in progress:  # each allocation's start-up ate its time
-        return (f"timed out {times} times{progress}: raise cluster.time_min (and cluster.startup_s to the real "
-                f"start-up, which the job's log shows), then run spanft fanout again")
+        return (f"timed out {times} times{progress}: raise cluster.time_min past the start-up; spanft fanout "
+                f"counts the start-up these allocations recorded now and names the smallest limit that fits")
     if checkpointed:
         return (f"timed out {times} times{progress}: raise cluster.time_min (or cluster.max_timeouts), then run "
                 f"spanft fanout again (it resumes)")

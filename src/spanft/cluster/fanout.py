@@ -67,7 +67,7 @@ def fanout(root: Path, settings: ClusterSettings, jobs: int | None, allow_dirty:
     check_folder(root, folder)
     if settings.remote:
         check_remote(root, settings.remote)
-    preflight.check_time_limit(settings, executor)
+    preflight.check_time_limit(settings, executor, folder)
     made = [path for path in (*reversed([folder, *folder.parents]), folder / ".gitignore", folder / "fanout.lock")
             if not os.path.lexists(path)]  # what this call creates: removed again if it is refused
     preflight.check_writable(folder, "cluster.folder",
@@ -98,7 +98,7 @@ def check_before_spending(root: Path, settings: ClusterSettings, executor: str, 
     """Everything that would make the jobs' work lost, told in one line before the upstream stages run: the time
     limit, the scheduler, the job folder and the shared cache, the job folder's room (:mod:`preflight`)."""
     started = time.perf_counter()
-    preflight.check_time_limit(settings, executor)
+    budget = preflight.check_time_limit(settings, executor, settings.folder_path(root))
     if executor == "slurm":
         preflight.check_scheduler()
         preflight.check_resources(settings)
@@ -107,6 +107,10 @@ def check_before_spending(root: Path, settings: ClusterSettings, executor: str, 
     log.info("fanout: checked the time limit, %s, the job folder and the DVC cache (%.1f s)",
              "the scheduler and the jobs' resources" if executor == "slurm" else "local processes",
              time.perf_counter() - started)
+    log.info("fanout: a job's %d min: %d s of signal lead, ~%d s of start-up (%s), %d s to train (a checkpoint "
+             "every %d s); the smallest limit that leaves one checkpoint interval: --time-min %d", settings.time_min,
+             budget.lead_s, budget.startup_s, budget.startup_words, budget.left_s, settings.checkpoint_every_s,
+             budget.minimum_min)
 
 
 def check_room(root: Path, settings: ClusterSettings, parallel: int) -> bool:

@@ -26,12 +26,14 @@ from pathlib import Path
 
 from submitit.helpers import Checkpointable
 
+from spanft.cluster import startups
 from spanft.cluster.causes import exit_words
 from spanft.cluster.claims import release_key
 from spanft.cluster.joblock import exclusive
 from spanft.cluster.preflight import check_cache, check_job_environment
 from spanft.cluster.processes import run_group
 from spanft.cluster.stages import run_cached
+from spanft.cluster.tracking import checkpointed
 from spanft.cluster.timelimit import (
     LOCAL_SIGNAL_DELAY_S,
     SIGNAL_FILE,
@@ -76,18 +78,27 @@ class StageJob(Checkpointable):
     token: str = ""  # the sender's environment token (spanft.cluster.preflight.ENVIRONMENT_TOKEN)
     run_key: str = ""  # DVC's run-cache key of the run: its claim in the shared cache (spanft.cluster.claims)
     signal_delay_s: int = LOCAL_SIGNAL_DELAY_S  # the time-limit signal's configured lead (cluster.signal_delay_s)
+    startups: str = ""  # where each allocation records its start-up (spanft.cluster.startups); '' = nowhere
+    executor: str = "local"
 
     def __call__(self) -> str:
         print(f"{ALLOCATION_START} ({self.stage})", file=sys.stderr, flush=True)  # where this allocation's lines begin
-        check_job_environment(self.token)
-        check_cache(self.cache_dir)  # before anything trains: a run DVC cannot save is a run lost
         workspace = Path(self.workspace)
-        workspace.parent.mkdir(parents=True, exist_ok=True)
-        # one job per workspace, ever: a second one would pull the checkout from under the first
-        with exclusive(Path(f"{workspace}.job"), self.stage):
-            return self._run(workspace)
+        # this allocation's start-up, until its training begins, for the next pre-flight (spanft.cluster.startups)
+        watch = startups.watch(workspace / SIGNAL_FILE, Path(self.startups), self.executor, self.stage, job_id()) \
+            if self.startups and checkpointed(self.stage) else None
+        try:
+            check_job_environment(self.token)
+            check_cache(self.cache_dir)  # before anything trains: a run DVC cannot save is a run lost
+            workspace.parent.mkdir(parents=True, exist_ok=True)
+            # one job per workspace, ever: a second one would pull the checkout from under the first
+            with exclusive(Path(f"{workspace}.job"), self.stage):
+                return self._run(workspace, watch)
+        finally:
+            if watch is not None:
+                watch.stop()
 
-    def _run(self, workspace: Path) -> str:
+    def _run(self, workspace: Path, watch: startups.Watch | None) -> str:
         prepare_workspace(Path(self.head_root), self.commit, Path(self.snapshot), workspace, self.cache_dir)
         code = os.pathsep.join(filter(None, [str(workspace / "src"), os.environ.get("PYTHONPATH")]))
         env = {**os.environ, SHARING_ENV: str(self.processes),
@@ -107,6 +118,8 @@ class StageJob(Checkpointable):
         if self._finished_before(workspace, attempt):
             print(f"spanft fanout job: {self.stage} finished training before the job was stopped: saving it "
                   f"(dvc commit), not training again", flush=True)
+            if watch is not None:
+                watch.stop()  # no training: no start-up to learn
             self._dvc(["commit", "--force", self.stage], env)
         else:
             _forget_finished(workspace)  # a mark of an earlier attempt must never vouch for this one's outputs
@@ -125,9 +138,14 @@ class StageJob(Checkpointable):
     def checkpoint(self, *args, **kwargs):
         """The time-limit signal (or a pre-emption's): the training saves at its next step, then submitit
         requeues this job (:mod:`spanft.cluster.timelimit`)."""
+        watch = startups.current()
+        when = ""
+        if watch is not None:
+            watch.signalled()  # a training not begun yet: this allocation's start-up took all of its time
+            when = f" ({watch.timeline()})"
         budget = wait_budget_s(self.signal_delay_s, time_left_s())
         said = save_before_requeue(Path(self.workspace) / SIGNAL_FILE, time_limit_signal(), budget)
-        print(f"spanft fanout job: time-limit signal: {said}; requeueing", flush=True)
+        print(f"spanft fanout job: time-limit signal{when}: {said}; requeueing", flush=True)
         return super().checkpoint(*args, **kwargs)
 
     @staticmethod
@@ -171,6 +189,14 @@ def _write_json(path: Path, value: dict) -> None:
     partial = path.with_name(path.name + ".partial")
     partial.write_text(json.dumps(value), encoding="utf-8")
     os.replace(partial, path)
+
+
+def job_id() -> str:
+    """This job's id as the fan-out names it (``123_4`` for an element of an array; a local job's process)."""
+    array, task = os.environ.get("SLURM_ARRAY_JOB_ID"), os.environ.get("SLURM_ARRAY_TASK_ID")
+    if array and task:
+        return f"{array}_{task}"
+    return os.environ.get("SLURM_JOB_ID") or str(os.getpid())
 
 
 def time_limit_signal() -> signal.Signals:

@@ -9,7 +9,8 @@ names the cause and the fix, before the upstream stages run and before a job is 
 - the jobs get this shell's environment: a site's ``SBATCH_EXPORT=NONE`` is lifted for the submission
   (:func:`submission_environment`), and every job checks that it got it;
 - the time limit leaves time to train: time limit - signal lead (with SLURM's ~30 s slack) - start-up >= one
-  checkpoint interval.
+  checkpoint interval, the start-up being the slowest the job folder's recent jobs showed where that is longer
+  than ``cluster.startup_s`` (:mod:`spanft.cluster.startups`).
 """
 
 from __future__ import annotations
@@ -20,14 +21,15 @@ import os
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 import yaml
 
-from spanft.cluster import partition
+from spanft.cluster import partition, startups
 from spanft.cluster.timelimit import SIGNAL_SLACK_S
-from spanft.errors import SpanftError
+from spanft.errors import Context, SpanftError, parts
 from spanft.params.cluster import ClusterSettings
 
 log = logging.getLogger("spanft")
@@ -39,24 +41,49 @@ ENVIRONMENT_TOKEN = "SPANFT_FANOUT_SUBMISSION"  # set here, checked by each job:
 EXPORT_VARIABLES = ("SBATCH_EXPORT", "SLURM_EXPORT_ENV")  # site defaults that would keep the environment from jobs
 
 
-def check_time_limit(settings: ClusterSettings, executor: str) -> None:
-    """A job must have time to train past its start-up and reach a checkpoint before its time-limit signal."""
+@dataclass(frozen=True)
+class TimeBudget:
+    """A job's time limit, spent: the signal's lead, the start-up, and what is left to train."""
+
+    lead_s: int  # the signal's lead, with SLURM's slack
+    startup_s: int  # cluster.startup_s, or the slowest start-up recorded here where that is longer
+    startup_words: str  # where the start-up comes from
+    left_s: int  # time to train before the signal
+    minimum_min: int  # the smallest time limit that leaves one checkpoint interval
+
+
+def time_budget(settings: ClusterSettings, executor: str, folder: Path | None = None) -> TimeBudget:
+    """How a job's time limit is spent. The start-up is the larger of ``cluster.startup_s`` and the slowest of
+    the recent allocations recorded in the job folder (:mod:`spanft.cluster.startups`)."""
     lead = settings.signal_delay_s + SIGNAL_SLACK_S if executor == "slurm" else 0  # SLURM signals up to 30 s early
-    left = settings.time_min * 60 - lead - settings.startup_s
+    found = startups.learned(folder / startups.RECORD, executor) if folder is not None else None
+    if found is not None and found.seconds > settings.startup_s:
+        startup, words = found.seconds, f"{found.words()}; cluster.startup_s {settings.startup_s}"
+    else:
+        startup, words = settings.startup_s, "cluster.startup_s"
+    minimum = -(-(lead + startup + settings.checkpoint_every_s) // 60)
+    return TimeBudget(lead, startup, words, settings.time_min * 60 - lead - startup, max(1, minimum))
+
+
+def check_time_limit(settings: ClusterSettings, executor: str, folder: Path | None = None) -> TimeBudget:
+    """A job must have time to train past its start-up (the one this cluster showed, where jobs ran already)
+    and reach a checkpoint before its time-limit signal."""
     if executor == "slurm" and settings.signal_delay_s < 1:
         raise SpanftError("cluster.signal_delay_s 0: SLURM would stop a job at its limit without the signal that "
                           "lets it checkpoint and requeue; give it a lead (90 s by default)")
-    if left < settings.checkpoint_every_s:
-        raise SpanftError(
-            f"cluster.time_min {settings.time_min}: a job has {settings.time_min * 60} s, less the time-limit "
-            f"signal's lead ({lead} s, cluster.signal_delay_s{_slack(executor)}) and its start-up "
-            f"(~{settings.startup_s} s, cluster.startup_s) leaves {left} s to train, under one checkpoint interval "
-            f"({settings.checkpoint_every_s} s, cluster.checkpoint_every_s): raise time_min or lower "
-            f"checkpoint_every_s")
+    budget = time_budget(settings, executor, folder)
+    if budget.left_s < settings.checkpoint_every_s:
+        raise SpanftError(parts(
+            f"cluster.time_min {settings.time_min}: {settings.time_min * 60} s less the signal's lead "
+            f"({budget.lead_s} s, signal_delay_s{_slack(executor)}) and the start-up (~{budget.startup_s} s, ",
+            Context(budget.startup_words),
+            f") leaves {budget.left_s} s to train, under one checkpoint interval ({settings.checkpoint_every_s} s, "
+            f"checkpoint_every_s): --time-min {budget.minimum_min} leaves one (or lower checkpoint_every_s)"))
+    return budget
 
 
 def _slack(executor: str) -> str:
-    return f" + {SIGNAL_SLACK_S} s: SLURM sends it on its ~30 s cycle" if executor == "slurm" else ""
+    return f" + {SIGNAL_SLACK_S} s of SLURM's cycle" if executor == "slurm" else ""
 
 
 def _slurm(command: list[str]) -> str | None:

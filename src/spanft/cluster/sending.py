@@ -16,7 +16,7 @@ from pathlib import Path
 
 import submitit
 
-from spanft.cluster import claims, preflight
+from spanft.cluster import claims, preflight, startups
 from spanft.cluster.executors import (
     at_once,
     job_cores,
@@ -143,7 +143,8 @@ def send(root: Path, head: HeadState, stale: list[StaleStage], settings: Cluster
     submission = new_submission(folder)
     calls = [StageJob(stage.name, stage.upstream, str(root), head.commit, snap, workspace_of(folder, stage.name),
                       shared_cache, processes, settings.remote, checkpoint_every_s=settings.checkpoint_every_s,
-                      token=submission.name, run_key=stage.key, **signal_lead(settings, executor))
+                      token=submission.name, run_key=stage.key, **signal_lead(settings, executor),
+                      startups=str(folder / startups.RECORD), executor=executor)
              for stage in to_send]
     pin(root, head.commit, submission)
     logging.getLogger("submitit").setLevel(logging.ERROR)  # its "sacct not found" warnings: we ask squeue

@@ -23,7 +23,7 @@ from spanft.cluster.tracking import (
     scheduler_states,
     still_active,
 )
-from spanft.errors import SpanftError
+from spanft.errors import Context, SpanftError, parts
 from spanft.params.cluster import ClusterSettings
 
 log = logging.getLogger("spanft")
@@ -64,10 +64,12 @@ class ChangedStages(SpanftError):
     """Jobs of an earlier call run stages this commit changed: refused (or cancelled when asked)."""
 
     def __init__(self, changed: list[tuple[str, Active]]) -> None:
-        super().__init__(f"jobs of an earlier spanft fanout run stages this commit or its files changed: "
-                         f"{_listed([(name, entry.job) for name, entry in changed], 'job')}; wait for them to end, "
-                         f"or cancel them (spanft fanout --cancel-changed, or scancel ID), then run spanft fanout "
-                         f"again (the jobs of unchanged stages are watched, not sent twice)")
+        # the jobs and the way out stay whole in a cut line; the rest is context
+        super().__init__(parts(f"jobs of an earlier spanft fanout run stages this commit or its files changed: "
+                               f"{_listed([(name, entry.job) for name, entry in changed], 'job')}; wait for them to "
+                               f"end, or cancel them: spanft fanout --cancel-changed",
+                               Context(" (or scancel ID, then spanft fanout again; the jobs of unchanged stages are "
+                                       "watched, not sent twice)")))
         self.changed = changed
 
 

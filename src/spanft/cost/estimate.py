@@ -223,23 +223,39 @@ def estimate_lines(plan: Plan, root: Path, source: str) -> list[str]:
     parallel = min(jobs, plan.cluster.max_parallel)
     lines.append(f"Fan-out (spanft fanout, from an empty cache): {count_of(jobs, 'job')}, "
                  f"{parallel} at once (cluster.max_parallel {plan.cluster.max_parallel})")
-    return lines + [fanout_against_serial(plan, device) for device, (_, missing) in
+    startup = fanout_startup(plan, root)
+    return lines + [fanout_against_serial(plan, device, startup) for device, (_, missing) in
                     zip(devices, [device_hours(runs, device) for device in devices]) if not missing and len(runs)]
 
 
-def fanout_against_serial(plan: Plan, device: DeviceSteps) -> str:
+def fanout_startup(plan: Plan, root: Path) -> tuple[int, str]:
+    """A job's start-up: the slowest the job folder's recent allocations recorded (:mod:`spanft.cluster.startups`)
+    where that is longer than ``cluster.startup_s``; and where it comes from."""
+    from spanft.cluster import startups
+
+    path = plan.cluster.folder_path(root) / startups.RECORD
+    found = [seen for seen in (startups.learned(path, executor) for executor in ("slurm", "local")) if seen]
+    slowest = max(found, key=lambda seen: seen.seconds, default=None)
+    if slowest is not None and slowest.seconds > plan.cluster.startup_s:
+        return slowest.seconds, f"the slowest of the jobs' recent start-ups in {plan.cluster.folder}/{startups.RECORD}"
+    return plan.cluster.startup_s, "cluster.startup_s"
+
+
+def fanout_against_serial(plan: Plan, device: DeviceSteps, startup: tuple[int, str] | None = None) -> str:
     """The fan-out's wall time against a serial ``dvc repro`` on ``device``: every job pays its start-up
-    (``cluster.startup_s``: clone, imports, DVC), at best spread evenly over the jobs at once; and how many
-    jobs at once it takes to beat serial (``--jobs`` locally, where the cores bound it)."""
+    (``cluster.startup_s``, or the jobs' own where they recorded a longer one: clone, imports, DVC), at best
+    spread evenly over the jobs at once; and how many jobs at once it takes to beat serial (``--jobs`` locally,
+    where the cores bound it)."""
     seconds = sorted(run_hours(run, plan, device) * 3600 for run in plan.runs())  # every run has a step time here
-    serial, startup, jobs = sum(seconds), plan.cluster.startup_s, len(seconds)
+    startup, source = startup or (plan.cluster.startup_s, "cluster.startup_s")
+    serial, jobs = sum(seconds), len(seconds)
     parallel = min(jobs, plan.cluster.max_parallel)
     fanout = max((serial + jobs * startup) / parallel, seconds[-1] + startup)
     even = int(1 + jobs * startup / serial) + 1  # fewest jobs at once with (serial + jobs x startup) / p < serial
     beats = f"faster than serial from {even} jobs at once" if even <= jobs and seconds[-1] + startup < serial \
         else "never faster than serial"
     line = (f"  {device.name}: serial dvc repro ~{_duration(serial)}, fan-out ~{_duration(fanout)} with {parallel} "
-            f"at once ({startup} s start-up a job, cluster.startup_s; {beats})")
+            f"at once ({startup} s start-up a job, {source}; {beats})")
     if fanout < serial and even <= 2:
         return line
     return (f"{line}: a run takes ~{_duration(seconds[jobs // 2])} (median) against its job's start-up; below that "

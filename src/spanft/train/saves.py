@@ -4,7 +4,8 @@ the next optimizer step after the time-limit signal (a fan-out job's, or any ``S
 A SLURM job gets its time-limit signal ``signal_delay_s`` seconds (or, on SLURM's ~30 s cycle, up to half a
 minute more) before its limit. The run notes the signal, saves at the next optimizer step, and then says so in
 the file :data:`SIGNAL_FILE_ENV` names (the job waits for that before it requeues, so no allocation ends with
-nothing). The file's ``saves`` count rises with each such save; ``pid`` is the process the job signals.
+nothing). The file's ``saves`` count rises with each such save; ``pid`` is the process the job signals; ``began``
+is when the training began (the job's start-up ends there: :mod:`spanft.cluster.startups`).
 
 Under several processes (torchrun, accelerate) every process takes the same decision at the same step, or they
 would not save together: the main process's clock decides the wall-clock saves, any process's signal the
@@ -44,10 +45,11 @@ class CheckpointTriggers(TrainerCallback):
         self.signalled = False  # set by the signal handler
         self.for_signal = False  # the save asked for is the signal's
         self.saves = 0
+        self.began = 0.0  # when the training began (epoch seconds): the job's start-up ends here
         self._previous = None
 
     def on_train_begin(self, args, state, control, **kwargs):
-        self.last = time.monotonic()
+        self.last, self.began = time.monotonic(), time.time()
         if self.save_signal is not None and threading.current_thread() is threading.main_thread():
             self._previous = signal.signal(self.save_signal, self._note)
             if state.is_world_process_zero:
@@ -87,7 +89,8 @@ class CheckpointTriggers(TrainerCallback):
         if self.signal_file is None:
             return
         with atomic_open(self.signal_file) as handle:
-            handle.write(json.dumps({"pid": os.getpid(), "saves": self.saves, "checkpoint": checkpoint}))
+            handle.write(json.dumps({"pid": os.getpid(), "saves": self.saves, "checkpoint": checkpoint,
+                                     "began": self.began}))
 
 
 def agreed(due: bool, signalled: bool, device, main: bool = True) -> tuple[bool, bool]:
