@@ -17,6 +17,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from spanft.cluster.startups import fanout_startup
 from spanft.cost.estimate import (
     CHECKPOINT_BYTES,
     bert_parameters,
@@ -188,8 +189,12 @@ def test_plan_counts_the_start_up_the_jobs_recorded_where_it_is_longer(tmp_path)
     tree = copy.deepcopy(EMBEDDED)
     tree["cluster"].update({"startup_s": 1, "folder": str(tmp_path)})
     (tmp_path / "startups.tsv").write_text("1700000000\tlocal\tglue_sf@x\t42\tn1\t3600\ttrained\n")
-    line = next(line for line in estimate_lines(_plan(tree), ROOT, "t.yaml") if line.startswith("  CPU: serial"))
+    plan = _plan(tree)
+    line = next(line for line in estimate_lines(plan, ROOT, "t.yaml", fanout_startup(plan, ROOT))
+                if line.startswith("  CPU: serial"))
     tree["cluster"].update({"startup_s": 3600, "folder": str(tmp_path / "none")})
-    guessed = next(line for line in estimate_lines(_plan(tree), ROOT, "t.yaml") if line.startswith("  CPU: serial"))
+    plan = _plan(tree)
+    guessed = next(line for line in estimate_lines(plan, ROOT, "t.yaml", fanout_startup(plan, ROOT))
+                   if line.startswith("  CPU: serial"))
     assert "(3600 s start-up a job, the slowest of the jobs' recent start-ups in " in line
     assert line.split(" start-up a job")[0] == guessed.split(" start-up a job")[0]  # the same figures

@@ -15,8 +15,11 @@ def add_plan(sub: argparse._SubParsersAction) -> None:
 
 
 def plan(args: argparse.Namespace) -> int:
+    from spanft.cluster.startups import fanout_startup
     from spanft.cost.estimate import estimate_lines  # pandas: only for this command
     from spanft.params.plan import load_plan
 
-    print("\n".join(estimate_lines(load_plan(args.file), Path(args.root), args.file)))
+    loaded = load_plan(args.file)
+    root = Path(args.root)
+    print("\n".join(estimate_lines(loaded, root, args.file, fanout_startup(loaded, root))))
     return 0

@@ -24,6 +24,7 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -183,3 +184,14 @@ def watch(signal_file: Path, path: Path, executor: str, stage: str, job: str) ->
 
 def current() -> Watch | None:
     return _current
+
+
+def fanout_startup(plan: Any, root: Path) -> tuple[int, str]:
+    """A job's start-up for ``spanft plan``: the slowest the job folder's recent allocations recorded where that
+    is longer than ``cluster.startup_s`` (``plan``: a :class:`spanft.params.plan.Plan`); and where it comes from."""
+    path = plan.cluster.folder_path(root) / RECORD
+    found = [seen for seen in (learned(path, executor) for executor in ("slurm", "local")) if seen]
+    slowest = max(found, key=lambda seen: seen.seconds, default=None)
+    if slowest is not None and slowest.seconds > plan.cluster.startup_s:
+        return slowest.seconds, f"the slowest of the jobs' recent start-ups in {plan.cluster.folder}/{RECORD}"
+    return plan.cluster.startup_s, "cluster.startup_s"

@@ -202,7 +202,7 @@ def fanout_jobs(plan: Plan) -> int:
     return len(plan.runs()) + step_cost
 
 
-def estimate_lines(plan: Plan, root: Path, source: str) -> list[str]:
+def estimate_lines(plan: Plan, root: Path, source: str, startup: tuple[int, str] | None = None) -> list[str]:
     runs = runs_table(plan)
     lines = [f"{source}: profile {plan.profile_label}, {count_of(len(runs), 'fine-tuning run')}, "
              f"{int(runs['steps'].sum()):,} training steps"]
@@ -223,22 +223,8 @@ def estimate_lines(plan: Plan, root: Path, source: str) -> list[str]:
     parallel = min(jobs, plan.cluster.max_parallel)
     lines.append(f"Fan-out (spanft fanout, from an empty cache): {count_of(jobs, 'job')}, "
                  f"{parallel} at once (cluster.max_parallel {plan.cluster.max_parallel})")
-    startup = fanout_startup(plan, root)
     return lines + [fanout_against_serial(plan, device, startup) for device, (_, missing) in
                     zip(devices, [device_hours(runs, device) for device in devices]) if not missing and len(runs)]
-
-
-def fanout_startup(plan: Plan, root: Path) -> tuple[int, str]:
-    """A job's start-up: the slowest the job folder's recent allocations recorded (:mod:`spanft.cluster.startups`)
-    where that is longer than ``cluster.startup_s``; and where it comes from."""
-    from spanft.cluster import startups
-
-    path = plan.cluster.folder_path(root) / startups.RECORD
-    found = [seen for seen in (startups.learned(path, executor) for executor in ("slurm", "local")) if seen]
-    slowest = max(found, key=lambda seen: seen.seconds, default=None)
-    if slowest is not None and slowest.seconds > plan.cluster.startup_s:
-        return slowest.seconds, f"the slowest of the jobs' recent start-ups in {plan.cluster.folder}/{startups.RECORD}"
-    return plan.cluster.startup_s, "cluster.startup_s"
 
 
 def fanout_against_serial(plan: Plan, device: DeviceSteps, startup: tuple[int, str] | None = None) -> str:
