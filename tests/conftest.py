@@ -43,10 +43,10 @@ def _hub_mode_restored(monkeypatch):
 # (a `dvc repro` of a graph each, or the fan-out's jobs: minutes of a busy worker) and go first, in this order, so
 # that no worker picks one up near the end while the others idle; xdist keeps the order only without its own
 # reordering (by test count), hence --no-loadscope-reorder. A worker takes its next file while its last two tests
-# run, so a long one-test file goes after the long files with many tests. The bad-input cases share nothing, and
-# are spread case by case to fill the gaps.
-START_FIRST = ("test_graph.py", "test_fanout.py", "test_real_path.py", "test_fanout_runs.py", "test_users_own_run.py",
-               "test_fanout_timelimit.py")
+# run (it needs the next test known), so the long one-test file takes the skipped-by-default time-limit file with
+# it, not another long file. The bad-input cases share nothing, and are spread case by case to fill the gaps.
+START_FIRST = ("test_graph.py", "test_fanout.py", "test_real_path.py", "test_users_own_run.py",
+               "test_fanout_timelimit.py", "test_fanout_runs.py")
 CASE_BY_CASE = frozenset({"test_bad_input.py"})
 # The end-to-end files, marked `e2e`: each runs `dvc repro` of a graph in a temporary project (a minute or more of
 # CPU each). `pytest` (the README's command, and CI's) runs them; `pytest -m "not e2e"` is the quick loop.
