@@ -1,8 +1,12 @@
-"""Suite-wide settings."""
+"""Suite-wide settings, and the expensive builds that several test files share (built once per run)."""
 
 import os
+import shutil
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
+from filelock import FileLock
 
 from spanft.threads import thread_count
 
@@ -34,15 +38,24 @@ def _hub_mode_restored(monkeypatch):
         monkeypatch.setattr(datasets.config, name, getattr(datasets.config, name))
 
 
-# How xdist spreads the suite (pyproject: -n 4 --dist loadgroup). A file's tests stay together on one worker,
-# because module fixtures are built once per process; the files below each run a whole `dvc repro` in theirs
-# (3-5 min of a busy worker) and go first, so that no worker picks one up near the end while the others idle.
-# The bad-input cases share nothing, and are spread case by case to fill the gaps.
-START_FIRST = ("test_graph.py", "test_fanout.py", "test_fanout_timelimit.py", "test_real_path.py")
+# How xdist spreads the suite (pyproject: -n 4 --dist loadgroup --no-loadscope-reorder). A file's tests stay
+# together on one worker, because module fixtures are built once per process. The files below are the longest
+# (a `dvc repro` of a graph each, or the fan-out's jobs: minutes of a busy worker) and go first, in this order, so
+# that no worker picks one up near the end while the others idle; xdist keeps the order only without its own
+# reordering (by test count), hence --no-loadscope-reorder. A worker takes its next file while its last two tests
+# run (it needs the next test known), so the long one-test file takes the skipped-by-default time-limit file with
+# it, not another long file. The bad-input cases share nothing, and are spread case by case to fill the gaps.
+START_FIRST = ("test_graph.py", "test_fanout.py", "test_real_path.py", "test_users_own_run.py",
+               "test_fanout_timelimit.py", "test_fanout_runs.py")
 CASE_BY_CASE = frozenset({"test_bad_input.py"})
 # The end-to-end files, marked `e2e`: each runs `dvc repro` of a graph in a temporary project (a minute or more of
 # CPU each). `pytest` (the README's command, and CI's) runs them; `pytest -m "not e2e"` is the quick loop.
 E2E = frozenset({*START_FIRST, "test_params_window.py", "test_single_stage.py", "test_shell_safety.py"})
+
+
+def _start_rank(item: pytest.Item) -> int:
+    name = item.path.name
+    return START_FIRST.index(name) if name in START_FIRST else len(START_FIRST)
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads the groups into the test ids
@@ -52,4 +65,65 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(item.path.name))
         if item.path.name in E2E:
             item.add_marker(pytest.mark.e2e)
-    items.sort(key=lambda item: item.path.name not in START_FIRST)  # a stable sort: the rest keep their order
+    items.sort(key=_start_rank)  # a stable sort: the rest keep their order
+
+
+# ------------------------------------------------------------------------------------------ built once per run
+
+
+def built_once(tmp_path_factory: pytest.TempPathFactory, name: str, build: Callable[[Path], None]) -> Path:
+    """``build(folder)`` run once per test run, by whichever pytest-xdist worker asks first; the others wait for
+    it and get the same folder. Read it, or copy it before changing anything in it. A build that failed fails
+    every later asker with its message instead of running again in each worker."""
+    base = tmp_path_factory.getbasetemp()
+    shared = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base  # the run's folder, every worker's
+    folder, done, failed = (shared / f"built-{name}{suffix}" for suffix in ("", ".done", ".failed"))
+    with FileLock(f"{folder}.lock"):
+        if failed.exists():
+            pytest.fail(f"the shared build {name!r} failed earlier in this run: {failed.read_text(encoding='utf-8')}")
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            try:
+                build(folder)
+            except Exception as error:
+                failed.write_text(f"{type(error).__name__}: {str(error)[-2000:]}", encoding="utf-8")
+                raise
+            done.touch()
+    return folder
+
+
+@pytest.fixture(scope="session")
+def reduced_graph_run(tmp_path_factory) -> tuple[Path, dict]:
+    """tests/test_graph.py's reduced graph after one `dvc repro` from nothing: the project (read only: copy it
+    to change it) and that repro's output ({"stdout", "stderr"}). test_graph's tests read it;
+    test_users_own_run.py seeds its clone's cache from it."""
+    import json
+
+    if shutil.which("dvc") is None:
+        pytest.skip("dvc is not installed")
+    from test_graph import dvc, new_project, reduced_params
+
+    def build(folder: Path) -> None:
+        project = new_project(folder / "project", reduced_params())
+        first = dvc(project, "repro")
+        (folder / "first.json").write_text(json.dumps({"stdout": first.stdout, "stderr": first.stderr}),
+                                           encoding="utf-8")
+
+    folder = built_once(tmp_path_factory, "reduced-graph", build)
+    return folder / "project", json.loads((folder / "first.json").read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="session")
+def serial(tmp_path_factory) -> Path:
+    """The fan-out files' reference (tests/test_fanout.py: fanout_params): a serial `dvc repro` of the whole
+    graph in a committed project, once per run for every fan-out file. Read only: tests copy it."""
+    if shutil.which("dvc") is None:
+        pytest.skip("dvc is not installed")
+    from test_fanout import committed_project
+    from test_graph import dvc
+
+    def build(folder: Path) -> None:
+        dvc(committed_project(folder / "head"), "repro")
+
+    return built_once(tmp_path_factory, "fanout-serial", build) / "head"

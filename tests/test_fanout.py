@@ -86,14 +86,6 @@ def report_lines(project: Path) -> dict[str, list[str]]:
     return files
 
 
-@pytest.fixture(scope="module")
-def serial(tmp_path_factory) -> Path:
-    """The reference: a serial `dvc repro` of the whole graph."""
-    project = committed_project(tmp_path_factory.mktemp("serial") / "head")
-    dvc(project, "repro")
-    return project
-
-
 def head_after_serial(serial: Path, path: Path) -> Path:
     """A copy of the serial project as a clean clone sees it: its fine-tuning runs are not in the cache, and
     its dvc.lock records runs made elsewhere (output hashes this cache lacks, as when the lock was committed

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from test_fanout import env_for, serial, slurm  # noqa: F401  (fixtures)
+from test_fanout import env_for, slurm  # noqa: F401  (a fixture; `serial`: tests/conftest.py)
 
 from spanft.errors import SpanftError
 
