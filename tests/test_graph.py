@@ -197,6 +197,7 @@ def test_replacing_an_outside_file_changes_exactly_the_stages_that_read_it(tmp_p
     """Over the whole graph: a file outside the workspace changes the status of exactly the stages reading it."""
     if shutil.which("dvc") is None:
         pytest.skip("dvc is not installed")
+    from spanft.data.registry import TASKS
     from spanft.model.build import BackboneConfig, make_backbone
 
     outside = tmp_path / "outside"
@@ -204,9 +205,11 @@ def test_replacing_an_outside_file_changes_exactly_the_stages_that_read_it(tmp_p
     wiki.parent.mkdir(parents=True)
     wiki.write_text(" = Blorp = \n\n The frim sang to the blorp .\n The blorp sang back .\n", encoding="utf-8")
     data = outside / "data"
-    for folder in REDUCED["tasks"].values():  # the official layout: every task's folder, a dep of its stage
+    for task, folder in REDUCED["tasks"].items():  # the official layout: every task's folder, a dep of its stage
         (data / folder).mkdir(parents=True)
-        (data / folder / "train.tsv").write_text("x\n", encoding="utf-8")  # a local source holds files (check-params)
+        spec = TASKS[task]
+        for split in spec.required_splits:  # check-params wants each split's file by its official name
+            (data / folder / spec.splits[split].local_names[0]).write_text("x\n", encoding="utf-8")
     cola = data / "glue_data" / "CoLA"
     (cola / "train.tsv").write_text("zq01\t1\t\tThe blorp sang .\nzq01\t0\t*\tSang the the blorp .\n", encoding="utf-8")
     (cola / "dev.tsv").write_text("zq02\t1\t\tA frim ran .\n", encoding="utf-8")
