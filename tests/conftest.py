@@ -48,9 +48,37 @@ def _hub_mode_restored(monkeypatch):
 START_FIRST = ("test_graph.py", "test_fanout.py", "test_real_path.py", "test_users_own_run.py",
                "test_fanout_timelimit.py", "test_fanout_runs.py")
 CASE_BY_CASE = frozenset({"test_bad_input.py"})
-# The end-to-end files, marked `e2e`: each runs `dvc repro` of a graph in a temporary project (a minute or more of
-# CPU each). `pytest` (the README's command, and CI's) runs them; `pytest -m "not e2e"` is the quick loop.
-E2E = frozenset({*START_FIRST, "test_params_window.py", "test_single_stage.py", "test_shell_safety.py"})
+# The end-to-end group, marked `e2e`: the files that run `dvc repro` of a graph in a temporary project, or the
+# fan-out's SLURM jobs (minutes of CPU each; benchmarks/RESULTS.md has the group's time). A plain `pytest` (the
+# README's command) leaves them out unless a file of theirs is named on the command line; `pytest -m e2e` runs
+# only them, `pytest --e2e` everything. CI runs `pytest`, then `pytest -m e2e` (.ci/run).
+E2E = frozenset({*START_FIRST, "test_params_window.py", "test_single_stage.py", "test_shell_safety.py",
+                 "test_fanout_resend.py"})
+E2E_OPTION = "--e2e"
+
+
+def pytest_addoption(parser):
+    parser.addoption(E2E_OPTION, action="store_true",
+                     help="also run the end-to-end group (tests/conftest.py: E2E), which a plain `pytest` leaves out")
+
+
+def _e2e_left_out(config: pytest.Config) -> bool:
+    """Whether this run leaves the end-to-end group out: neither --e2e nor a -m expression was given."""
+    return not (config.getoption(E2E_OPTION) or config.option.markexpr)
+
+
+def _named_files(config: pytest.Config) -> set[Path]:
+    """The test files named on the command line (``tests/test_graph.py``, ``tests/test_graph.py::test_x``)."""
+    named = (Path(config.invocation_params.dir, arg.split("::")[0]) for arg in config.invocation_params.args
+             if not arg.startswith("-"))
+    return {path.resolve() for path in named if path.is_file()}
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if _e2e_left_out(config) and not _named_files(config):
+        return (f"the end-to-end group ({len(E2E)} files: `dvc repro` of whole graphs, SLURM jobs) is left out: "
+                f"`pytest -m e2e` runs it, `pytest --e2e` everything; CI runs both")
+    return None
 
 
 def _start_rank(item: pytest.Item) -> int:
@@ -65,6 +93,13 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(item.path.name))
         if item.path.name in E2E:
             item.add_marker(pytest.mark.e2e)
+    if _e2e_left_out(config):
+        named = _named_files(config)
+        left_out = [item for item in items if item.path.name in E2E and item.path.resolve() not in named]
+        if left_out:
+            config.hook.pytest_deselected(items=left_out)
+            kept = set(items) - set(left_out)
+            items[:] = [item for item in items if item in kept]
     items.sort(key=_start_rank)  # a stable sort: the rest keep their order
 
 

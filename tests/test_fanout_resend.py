@@ -32,7 +32,7 @@ from test_fanout import (
 )
 from test_graph import dvc, ran_stages
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+pytestmark = pytest.mark.slow  # in the end-to-end group: tests/conftest.py E2E
 
 CHANGED = {"glue_baseline@tiny-mrpc-1", "glue_sf@tiny-mrpc-1", "step_cost"}  # what an mrpc hparams edit changes
 UNCHANGED = TRAINING - CHANGED
