@@ -1,6 +1,7 @@
 """The suite's two groups: a plain `pytest` (the README's command) leaves out the end-to-end group, and CI's
 second command (`pytest -m e2e`, .ci/run) runs exactly what it left out, so that nothing is dropped."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -10,19 +11,38 @@ from conftest import E2E
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _collected(*args: str) -> set[str]:
-    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "-p", "no:cacheprovider",
-                           *args], cwd=ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    return {line for line in done.stdout.splitlines() if line.startswith("tests/") and "::" in line}
+# one process collects every way asked: the test modules are imported once, not once per collection
+COLLECT = """
+import json, sys, pytest
+class Grab:
+    def pytest_collection_finish(self, session):
+        self.ids = [item.nodeid for item in session.items]
+found = []
+for args in json.loads(sys.argv[2]):
+    grab = Grab()
+    code = pytest.main(["--collect-only", "-qq", "-n", "0", "-p", "no:cacheprovider", *args], plugins=[grab])
+    found.append([int(code), grab.ids])
+open(sys.argv[1], "w").write(json.dumps(found))
+"""
+
+
+def _collected(tmp_path: Path, *ways: list[str]) -> list[set[str]]:
+    """The node ids a `pytest` with each list of arguments would run, in order."""
+    out = tmp_path / "collected.json"
+    done = subprocess.run([sys.executable, "-c", COLLECT, str(out), json.dumps(ways)], cwd=ROOT,
+                          capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0 and out.exists(), done.stdout[-2000:] + done.stderr[-2000:]
+    found = json.loads(out.read_text())
+    assert all(code == 0 for code, _ in found), (found, done.stdout[-2000:])
+    return [set(ids) for _, ids in found]
 
 
 def _files(node_ids: set[str]) -> set[str]:
     return {Path(node.split("::")[0]).name for node in node_ids}
 
 
-def test_the_plain_run_and_cis_end_to_end_run_together_are_the_whole_suite():
-    everything, plain, e2e = _collected("--e2e"), _collected(), _collected("-m", "e2e")
+def test_the_plain_run_and_cis_end_to_end_run_together_are_the_whole_suite(tmp_path):
+    everything, plain, e2e = _collected(tmp_path, ["--e2e"], [], ["-m", "e2e"])
     assert plain and e2e
     assert not plain & e2e
     assert plain | e2e == everything
@@ -30,12 +50,12 @@ def test_the_plain_run_and_cis_end_to_end_run_together_are_the_whole_suite():
     assert not _files(plain) & set(E2E)
 
 
-def test_a_file_of_the_group_named_on_the_command_line_runs():
-    named = _collected("tests/test_single_stage.py", "tests/test_trivial.py")
+def test_a_file_of_the_group_named_on_the_command_line_runs(tmp_path):
+    (group,) = _collected(tmp_path, ["tests/test_shell_safety.py"])
+    first = sorted(group)[0]
+    named, one = _collected(tmp_path, ["tests/test_single_stage.py", "tests/test_trivial.py"], [first])
     assert _files(named) == {"test_single_stage.py", "test_trivial.py"}
-    one = _collected("tests/test_shell_safety.py::" + next(
-        node.split("::")[1] for node in _collected("tests/test_shell_safety.py")))
-    assert len(one) == 1
+    assert one == {first}
 
 
 def test_ci_runs_the_readmes_command_then_the_group_it_leaves_out():
