@@ -7,6 +7,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -92,18 +94,30 @@ def test_cli_writes_the_report_and_errors_are_one_line(tmp_path, monkeypatch, ca
     assert cli.main(["grid-command", "colaa"]) == 2
 
 
-def test_real_dvc_experiments_are_read(tmp_path):
-    # What this DVC writes: two experiments of a one-stage project whose metric follows hparams.cola.lr.
+def project_env() -> dict[str, str]:
+    """The environment of git and DVC in a throw-away project: an anonymous author, no analytics."""
+    return {**os.environ, "DVC_NO_ANALYTICS": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+
+
+def dvc_project_runner(folder: Path) -> Callable[..., str]:
+    """A command runner in ``folder`` (:func:`project_env`) that fails the test on a non-zero exit; skips the
+    test without DVC."""
     if shutil.which("dvc") is None:
         pytest.skip("dvc is not installed")
-    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    env = project_env()
 
     def run(*args: str) -> str:
-        done = subprocess.run(args, cwd=tmp_path, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+        done = subprocess.run(args, cwd=folder, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
         assert done.returncode == 0, done.stderr[-2000:]
         return done.stdout
 
+    return run
+
+
+def test_real_dvc_experiments_are_read(tmp_path):
+    # What this DVC writes: two experiments of a one-stage project whose metric follows hparams.cola.lr.
+    run = dvc_project_runner(tmp_path)
     (tmp_path / "params.yaml").write_text("hparams:\n  cola: {lr: 2.0e-5, epochs: 3}\n")
     (tmp_path / "score.py").write_text(
         "import json, yaml\n"
@@ -217,19 +231,11 @@ def test_equal_params_with_other_scores_are_not_merged():
 def test_real_running_experiment_is_left_out(tmp_path):
     """What DVC lists while `dvc exp run --temp` runs: the running experiment with its new params and the
     committed metrics of the baseline; grid-report must not score its lr with them."""
-    if shutil.which("dvc") is None:
-        pytest.skip("dvc is not installed")
     import time
 
-    env = {**os.environ, "DVC_NO_ANALYTICS": "1", "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
     project, go = tmp_path / "p", tmp_path / "go"
     project.mkdir()
-
-    def run(*args: str) -> str:
-        done = subprocess.run(args, cwd=project, env=env, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-        assert done.returncode == 0, done.stderr[-2000:]
-        return done.stdout
+    run = dvc_project_runner(project)
 
     (project / "params.yaml").write_text("hparams:\n  cola: {lr: 2.0e-5, epochs: 3}\n")
     (project / "score.py").write_text(
@@ -244,7 +250,7 @@ def test_real_running_experiment_is_left_out(tmp_path):
                     ["git", "commit", "-qm", "base"]):
         run(*command)
     running = subprocess.Popen(["dvc", "exp", "run", "--temp", "-q", "-S", "hparams.cola.lr=9e-5"], cwd=project,
-                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+                               env=project_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
     try:
         deadline, states = time.monotonic() + 120, []
         while time.monotonic() < deadline and "running" not in states:

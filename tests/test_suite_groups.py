@@ -53,9 +53,11 @@ def test_the_plain_run_and_cis_end_to_end_run_together_are_the_whole_suite(tmp_p
 def test_a_file_of_the_group_named_on_the_command_line_runs(tmp_path):
     (group,) = _collected(tmp_path, ["tests/test_shell_safety.py"])
     first = sorted(group)[0]
-    named, one = _collected(tmp_path, ["tests/test_single_stage.py", "tests/test_trivial.py"], [first])
+    named, one, chosen = _collected(tmp_path, ["tests/test_single_stage.py", "tests/test_trivial.py"], [first],
+                                    ["-k", "test_shell_safety"])
     assert _files(named) == {"test_single_stage.py", "test_trivial.py"}
     assert one == {first}
+    assert _files(chosen) == {"test_shell_safety.py"}  # -k chooses among all of the suite
 
 
 def test_ci_runs_the_readmes_command_then_the_group_it_leaves_out():
