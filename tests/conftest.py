@@ -50,7 +50,8 @@ START_FIRST = ("test_graph.py", "test_fanout.py", "test_real_path.py", "test_use
 CASE_BY_CASE = frozenset({"test_bad_input.py"})
 # The end-to-end group, marked `e2e`: the files that run `dvc repro` of a graph in a temporary project, or the
 # fan-out's SLURM jobs (minutes of CPU each; benchmarks/RESULTS.md has the group's time). A plain `pytest` (the
-# README's command) leaves them out unless a file of theirs is named on the command line, or -k or -m chooses;
+# README's command) leaves them out unless a file of theirs is named on the command line, or -k or -m chooses
+# (`pytest --lf` reruns those of them that failed);
 # `pytest -m e2e` runs only them, `pytest --e2e` everything. CI runs `pytest`, then `pytest -m e2e` (.ci/run).
 E2E = frozenset({*START_FIRST, "test_params_window.py", "test_single_stage.py", "test_shell_safety.py",
                  "test_fanout_resend.py"})
@@ -69,14 +70,23 @@ def _e2e_left_out(config: pytest.Config) -> bool:
 
 
 def _named_files(config: pytest.Config) -> set[Path]:
-    """The test files named on the command line (``tests/test_graph.py``, ``tests/test_graph.py::test_x``)."""
-    named = (Path(config.invocation_params.dir, arg.split("::")[0]) for arg in config.invocation_params.args
-             if not arg.startswith("-"))
+    """The test files named on the command line (``tests/test_graph.py``, ``tests/test_graph.py::test_x``): its
+    arguments, not an option's value (``--deselect tests/test_graph.py::test_x`` names no file to run)."""
+    named = (Path(config.invocation_params.dir, arg.split("::")[0]) for arg in config.args)
     return {path.resolve() for path in named if path.is_file()}
 
 
+def _last_failed(config: pytest.Config) -> set[str]:
+    """Under --lf, the tests that failed last time (`pytest -m e2e`'s too): `pytest --lf` reruns them. Under
+    xdist a test's id ends in its group's (``@test_graph.py``), added after this file's hook."""
+    plugin = config.pluginmanager.get_plugin("lfplugin")
+    if plugin is None or not config.getoption("lf", False):
+        return set()
+    return {key.removesuffix(f"@{Path(key.split('::')[0]).name}") for key in plugin.lastfailed}
+
+
 def pytest_report_header(config: pytest.Config) -> str | None:
-    if _e2e_left_out(config) and not _named_files(config):
+    if _e2e_left_out(config) and not _named_files(config) and not _last_failed(config):
         return (f"the end-to-end group ({len(E2E)} files: `dvc repro` of whole graphs, SLURM jobs) is left out: "
                 f"`pytest -m e2e` runs it, `pytest --e2e` everything; CI runs both")
     return None
@@ -95,8 +105,9 @@ def pytest_collection_modifyitems(config, items):
         if item.path.name in E2E:
             item.add_marker(pytest.mark.e2e)
     if _e2e_left_out(config):
-        named = _named_files(config)
-        left_out = [item for item in items if item.path.name in E2E and item.path.resolve() not in named]
+        named, failed = _named_files(config), _last_failed(config)
+        left_out = [item for item in items
+                    if item.path.name in E2E and item.path.resolve() not in named and item.nodeid not in failed]
         if left_out:
             config.hook.pytest_deselected(items=left_out)
             kept = set(items) - set(left_out)

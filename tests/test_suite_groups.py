@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import E2E
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -53,11 +55,26 @@ def test_the_plain_run_and_cis_end_to_end_run_together_are_the_whole_suite(tmp_p
 def test_a_file_of_the_group_named_on_the_command_line_runs(tmp_path):
     (group,) = _collected(tmp_path, ["tests/test_shell_safety.py"])
     first = sorted(group)[0]
-    named, one, chosen = _collected(tmp_path, ["tests/test_single_stage.py", "tests/test_trivial.py"], [first],
-                                    ["-k", "test_shell_safety"])
+    named, one, chosen, deselected = _collected(tmp_path, ["tests/test_single_stage.py", "tests/test_trivial.py"],
+                                                [first], ["-k", "test_shell_safety"], ["--deselect", first])
     assert _files(named) == {"test_single_stage.py", "test_trivial.py"}
     assert one == {first}
+    assert deselected and not _files(deselected) & set(E2E)  # an option's value names no file
     assert _files(chosen) == {"test_shell_safety.py"}  # -k chooses among all of the suite
+
+
+@pytest.mark.parametrize("group_suffix", ["", "@test_shell_safety.py"], ids=["n0", "loadgroup"])  # -n 0, -n 4
+def test_last_failed_reruns_a_failure_of_the_group(tmp_path, group_suffix):
+    """`pytest --lf` after an end-to-end test failed (in `pytest -m e2e`) reruns it, not nothing."""
+    (group,) = _collected(tmp_path, ["tests/test_shell_safety.py"])
+    failed = sorted(group)[0]
+    (tmp_path / "cache" / "v" / "cache").mkdir(parents=True)
+    (tmp_path / "cache" / "v" / "cache" / "lastfailed").write_text(json.dumps({failed + group_suffix: True}),
+                                                                   encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", "--lf",
+                           "-o", f"cache_dir={tmp_path / 'cache'}"], cwd=ROOT, capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0 and failed in done.stdout.splitlines(), done.stdout[-2000:] + done.stderr[-2000:]
 
 
 def test_ci_runs_the_readmes_command_then_the_group_it_leaves_out():
