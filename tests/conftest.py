@@ -50,9 +50,9 @@ START_FIRST = ("test_graph.py", "test_fanout.py", "test_real_path.py", "test_use
 CASE_BY_CASE = frozenset({"test_bad_input.py"})
 # The end-to-end group, marked `e2e`: the files that run `dvc repro` of a graph in a temporary project, or the
 # fan-out's SLURM jobs (minutes of CPU each; benchmarks/RESULTS.md has the group's time). A plain `pytest` (the
-# README's command) leaves them out unless a file of theirs is named on the command line, or -k or -m chooses
-# (`pytest --lf` reruns those of them that failed);
-# `pytest -m e2e` runs only them, `pytest --e2e` everything. CI runs `pytest`, then `pytest -m e2e` (.ci/run).
+# README's command) leaves them out unless a file of theirs is named on the command line (`pytest --lf` reruns
+# those of them that failed); -k and other -m expressions filter what is left. `pytest -m e2e` runs only them,
+# `pytest --e2e` everything (`pytest --e2e -k x` chooses among all). CI runs `pytest`, then `pytest -m e2e`.
 E2E = frozenset({*START_FIRST, "test_params_window.py", "test_single_stage.py", "test_shell_safety.py",
                  "test_fanout_resend.py"})
 E2E_OPTION = "--e2e"
@@ -64,9 +64,10 @@ def pytest_addoption(parser):
 
 
 def _e2e_left_out(config: pytest.Config) -> bool:
-    """Whether this run leaves the end-to-end group out: none of --e2e, -m or -k was given (each of them chooses
-    the tests itself)."""
-    return not (config.getoption(E2E_OPTION) or config.option.markexpr or config.option.keyword)
+    """Whether this run leaves the end-to-end group out: neither --e2e nor a -m expression that names the group
+    (``-m e2e``) was given. Any other -m or -k filters what a plain run holds: ``-m "not slow"`` never brings
+    the group back."""
+    return not (config.getoption(E2E_OPTION) or "e2e" in (config.option.markexpr or ""))
 
 
 def _named_files(config: pytest.Config) -> set[Path]:

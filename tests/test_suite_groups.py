@@ -43,8 +43,20 @@ def _files(node_ids: set[str]) -> set[str]:
     return {Path(node.split("::")[0]).name for node in node_ids}
 
 
-def test_the_plain_run_and_cis_end_to_end_run_together_are_the_whole_suite(tmp_path):
-    everything, plain, e2e = _collected(tmp_path, ["--e2e"], [], ["-m", "e2e"])
+WAYS = {"everything": ["--e2e"], "plain": [], "e2e": ["-m", "e2e"],
+        "named": ["tests/test_single_stage.py", "tests/test_trivial.py"], "group": ["tests/test_shell_safety.py"],
+        "keyword": ["-k", "test_shell_safety or test_trivial"], "not slow": ["-m", "not slow"],
+        "chosen": ["--e2e", "-k", "test_shell_safety"]}
+
+
+@pytest.fixture(scope="module")
+def collected(tmp_path_factory) -> dict[str, set[str]]:
+    """What each of :data:`WAYS` collects, all in one process."""
+    return dict(zip(WAYS, _collected(tmp_path_factory.mktemp("ways"), *WAYS.values())))
+
+
+def test_the_plain_run_and_cis_end_to_end_run_together_are_the_whole_suite(collected):
+    everything, plain, e2e = collected["everything"], collected["plain"], collected["e2e"]
     assert plain and e2e
     assert not plain & e2e
     assert plain | e2e == everything
@@ -52,22 +64,24 @@ def test_the_plain_run_and_cis_end_to_end_run_together_are_the_whole_suite(tmp_p
     assert not _files(plain) & set(E2E)
 
 
-def test_a_file_of_the_group_named_on_the_command_line_runs(tmp_path):
-    (group,) = _collected(tmp_path, ["tests/test_shell_safety.py"])
-    first = sorted(group)[0]
-    named, one, chosen, deselected = _collected(tmp_path, ["tests/test_single_stage.py", "tests/test_trivial.py"],
-                                                [first], ["-k", "test_shell_safety"], ["--deselect", first])
-    assert _files(named) == {"test_single_stage.py", "test_trivial.py"}
+def test_a_file_of_the_group_named_on_the_command_line_runs(collected, tmp_path):
+    assert _files(collected["named"]) == {"test_single_stage.py", "test_trivial.py"}
+    first = sorted(collected["group"])[0]
+    one, deselected = _collected(tmp_path, [first], ["--deselect", first])
     assert one == {first}
     assert deselected and not _files(deselected) & set(E2E)  # an option's value names no file
-    assert _files(chosen) == {"test_shell_safety.py"}  # -k chooses among all of the suite
+
+
+def test_k_and_m_filter_the_plain_run_and_choose_among_all_with_e2e(collected):
+    assert _files(collected["keyword"]) == {"test_trivial.py"}  # a narrowing filter never widens the run
+    assert collected["not slow"] and collected["not slow"] <= collected["plain"]
+    assert _files(collected["chosen"]) == {"test_shell_safety.py"}
 
 
 @pytest.mark.parametrize("group_suffix", ["", "@test_shell_safety.py"], ids=["n0", "loadgroup"])  # -n 0, -n 4
-def test_last_failed_reruns_a_failure_of_the_group(tmp_path, group_suffix):
+def test_last_failed_reruns_a_failure_of_the_group(collected, tmp_path, group_suffix):
     """`pytest --lf` after an end-to-end test failed (in `pytest -m e2e`) reruns it, not nothing."""
-    (group,) = _collected(tmp_path, ["tests/test_shell_safety.py"])
-    failed = sorted(group)[0]
+    failed = sorted(collected["group"])[0]
     (tmp_path / "cache" / "v" / "cache").mkdir(parents=True)
     (tmp_path / "cache" / "v" / "cache" / "lastfailed").write_text(json.dumps({failed + group_suffix: True}),
                                                                    encoding="utf-8")
