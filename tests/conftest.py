@@ -46,17 +46,17 @@ def _hub_mode_restored(monkeypatch):
 # reordering (by test count), hence --no-loadscope-reorder. A worker takes its next file while its last two tests
 # run (it needs the next test known), so the long one-test file takes the skipped-by-default time-limit file with
 # it, not another long file. The bad-input cases share nothing, and are spread case by case to fill the gaps.
-START_FIRST = ("test_graph.py", "test_fanout.py", "test_real_path.py", "test_users_own_run.py",
-               "test_fanout_timelimit.py", "test_fanout_runs.py", "test_suite_groups.py", "test_lock_recovery.py")
+LONGEST_E2E = ("test_graph.py", "test_fanout.py", "test_real_path.py", "test_users_own_run.py",
+               "test_fanout_timelimit.py", "test_fanout_runs.py")
+START_FIRST = (*LONGEST_E2E, "test_suite_groups.py", "test_lock_recovery.py")
 CASE_BY_CASE = frozenset({"test_bad_input.py"})
 # The end-to-end group, marked `e2e`: the files that run `dvc repro` of a graph in a temporary project, or the
 # fan-out's SLURM jobs (minutes of CPU each; benchmarks/RESULTS.md has the group's time). A plain `pytest` (the
 # README's command) leaves them out unless a file of theirs is named on the command line (`pytest --lf` reruns
 # those of them that failed); -k and other -m expressions filter what is left. `pytest -m e2e` runs only them,
 # `pytest --e2e` everything (`pytest --e2e -k x` chooses among all). CI runs `pytest`, then `pytest -m e2e`.
-E2E = frozenset({"test_graph.py", "test_fanout.py", "test_real_path.py", "test_users_own_run.py",
-                 "test_fanout_timelimit.py", "test_fanout_runs.py", "test_params_window.py", "test_single_stage.py",
-                 "test_shell_safety.py", "test_fanout_resend.py"})
+E2E = frozenset({*LONGEST_E2E, "test_params_window.py", "test_single_stage.py", "test_shell_safety.py",
+                 "test_fanout_resend.py"})
 E2E_OPTION = "--e2e"
 
 
